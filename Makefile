@@ -1,0 +1,58 @@
+# Two commands are the contract: `make demo` and `make test`. Both set up .venv from scratch.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# For `make register` / `make unregister` against a real Nextcloud with a manual_install daemon.
+OCC ?= sudo -u www-data php /var/www/nextcloud/occ
+NEXTCLOUD_URL ?= http://nextcloud.local
+APP_HOST ?= 127.0.0.1
+APP_PORT ?= 23000
+APP_SECRET ?= change-me-to-a-long-random-secret
+APP_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' appinfo/info.xml | head -1)
+JSON_INFO := {"id":"semantic_mcp","name":"Semantic MCP","daemon_config_name":"manual_install","version":"$(APP_VERSION)","secret":"$(APP_SECRET)","port":$(APP_PORT),"routes":[{"url":"^mcp$$","verb":"GET,POST,DELETE","access_level":1,"headers_to_exclude":"[\"authorization\",\"cookie\"]"}]}
+
+.PHONY: help venv test demo run register unregister bench clean
+
+help:
+	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
+	@echo "make test        run the test suite"
+	@echo "make run         run the ExApp for a real Nextcloud (manual_install daemon)"
+	@echo "make register    register it with that Nextcloud (OCC=..., NEXTCLOUD_URL=..., APP_SECRET=...)"
+	@echo "make unregister  unregister it"
+	@echo "make bench       run the benchmarks (slow: embeds the benchmark corpora once, then cached)"
+
+$(STAMP): requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	PYTHONPATH=lib:. $(PY) -m pytest
+
+demo: $(STAMP)
+	PYTHONPATH=lib:. $(PY) -m fake_nextcloud.demo
+
+run: $(STAMP)
+	APP_ID=semantic_mcp APP_VERSION=$(APP_VERSION) APP_SECRET=$(APP_SECRET) APP_HOST=$(APP_HOST) \
+	APP_PORT=$(APP_PORT) NEXTCLOUD_URL=$(NEXTCLOUD_URL) APP_PERSISTENT_STORAGE=$${APP_PERSISTENT_STORAGE:-data} \
+	PYTHONPATH=lib:. $(PY) -m ex_app.main
+
+register:
+	$(OCC) app_api:daemon:register manual_install "Manual Install" manual-install http $(APP_HOST) $(NEXTCLOUD_URL) || true
+	$(OCC) app_api:app:register semantic_mcp manual_install --json-info '$(JSON_INFO)' --wait-finish
+
+unregister:
+	$(OCC) app_api:app:unregister semantic_mcp --silent --force || true
+
+bench: $(STAMP)
+	PYTHONPATH=lib:. $(PY) bench/retrieval_quality.py
+	PYTHONPATH=lib:. $(PY) bench/indexing.py
+	PYTHONPATH=lib:. $(PY) bench/search_latency.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache data .demo

@@ -1,0 +1,95 @@
+"""AppAPI plumbing: who we are, how requests from Nextcloud are verified, how we call Nextcloud.
+
+We verify AppAPI's signature ourselves rather than with nc_py_api's ``AppAPIAuthMiddleware``:
+that one prints the expected app secret to stdout when a check fails, and compares with ``!=``.
+Ours compares in constant time and logs only what failed. The proxied caller's own
+``Authorization`` header (their app password) is never logged or stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import logging
+import os
+from dataclasses import dataclass
+from functools import cache
+
+from starlette.requests import HTTPConnection
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/heartbeat"})
+
+
+@dataclass(frozen=True)
+class AppIdentity:
+    app_id: str
+    version: str
+    secret: str
+    aa_version: str
+    nextcloud_url: str
+
+    @classmethod
+    def from_env(cls) -> AppIdentity:
+        missing = [name for name in ("APP_ID", "APP_VERSION", "APP_SECRET", "NEXTCLOUD_URL") if not os.environ.get(name)]
+        if missing:
+            raise RuntimeError(f"AppAPI environment variables missing: {', '.join(missing)}")
+        return cls(
+            app_id=os.environ["APP_ID"],
+            version=os.environ["APP_VERSION"],
+            secret=os.environ["APP_SECRET"],
+            aa_version=os.environ.get("AA_VERSION", "32.0.0"),
+            nextcloud_url=os.environ["NEXTCLOUD_URL"].rstrip("/"),
+        )
+
+    def headers_for(self, user: str) -> dict[str, str]:
+        """Headers that make Nextcloud treat a request from this ExApp as ``user`` ("" = the app itself)."""
+        token = base64.b64encode(f"{user}:{self.secret}".encode()).decode()
+        return {
+            "AUTHORIZATION-APP-API": token,
+            "EX-APP-ID": self.app_id,
+            "EX-APP-VERSION": self.version,
+            "AA-VERSION": self.aa_version,
+        }
+
+
+@cache
+def identity() -> AppIdentity:
+    return AppIdentity.from_env()
+
+
+def verified_user(conn: HTTPConnection, app: AppIdentity) -> str | None:
+    """The user of a correctly signed AppAPI request ("" for the app itself), None when not signed."""
+    if conn.headers.get("ex-app-id", "") != app.app_id:
+        return None
+    try:
+        decoded = base64.b64decode(conn.headers.get("authorization-app-api", ""), validate=True).decode()
+    except ValueError:
+        return None
+    user, sep, secret = decoded.partition(":")
+    if not sep or not hmac.compare_digest(secret.encode(), app.secret.encode()):
+        return None
+    return user
+
+
+class AppAPIAuth:
+    """ASGI middleware: every path but /heartbeat needs AppAPI's signature; sets ``scope["username"]``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        conn = HTTPConnection(scope)
+        user = verified_user(conn, identity())
+        if user is None:
+            log.warning("Rejected %s %s: missing or invalid AppAPI signature", scope["method"], scope["path"])
+            await PlainTextResponse("Unauthorized", status_code=401)(scope, receive, send)
+            return
+        scope["username"] = user
+        await self.app(scope, receive, send)

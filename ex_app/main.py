@@ -1,0 +1,219 @@
+"""The ExApp: AppAPI lifecycle, admin settings, webhooks and the MCP endpoint in one FastAPI app.
+
+Run with ``python -m ex_app.main`` (AppAPI sets APP_HOST, APP_PORT, APP_ID, APP_SECRET,
+APP_VERSION, NEXTCLOUD_URL and APP_PERSISTENT_STORAGE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import BackgroundTasks, FastAPI, Request
+from fastapi.responses import JSONResponse
+from mcp.server.transport_security import TransportSecuritySettings
+from nc_py_api import AsyncNextcloudApp, NextcloudException
+from nc_py_api.ex_app import set_handlers
+from nc_py_api.ex_app.uvicorn_fastapi import run_app
+
+from semantic_mcp.config import AdminSettings, Deployment
+from semantic_mcp.engine import Engine
+from semantic_mcp.indexing.events import MalformedEvent
+from semantic_mcp.nextcloud import NextcloudClient
+from semantic_mcp.tools import Principal, build_server
+
+from .appapi import AppAPIAuth, identity
+from .settings_form import ADMIN_FORM, FORM_ID
+
+log = logging.getLogger("semantic_mcp")
+
+WEBHOOK_PATH = "/webhooks/nextcloud"
+FILE_EVENTS = [
+    f"OCP\\Files\\Events\\Node\\{name}"
+    for name in ("NodeCreatedEvent", "NodeWrittenEvent", "NodeRenamedEvent", "NodeCopiedEvent",
+                 "BeforeNodeDeletedEvent", "NodeDeletedEvent")
+]
+CALENDAR_EVENTS = [
+    f"OCP\\Calendar\\Events\\CalendarObject{name}Event"
+    for name in ("Created", "Updated", "Deleted", "Moved", "MovedToTrash", "Restored")
+]
+# Webhook-compatible only from Deck 1.18 (Nextcloud 34); older servers answer 400 and we poll instead.
+DECK_EVENTS = [f"OCA\\Deck\\Event\\{name}" for name in ("CardCreatedEvent", "CardUpdatedEvent", "CardDeletedEvent")]
+
+SETTINGS_REFRESH_SECONDS = float(os.environ.get("SETTINGS_REFRESH_SECONDS", "10"))
+
+
+class SettingsCache:
+    """The admin settings as last read from Nextcloud; refreshed in the background so changes apply live."""
+
+    def __init__(self) -> None:
+        self.current = AdminSettings()
+
+    async def refresh(self, nc: AsyncNextcloudApp) -> None:
+        records = await nc.appconfig_ex.get_values(AdminSettings.keys())
+        updated = AdminSettings.from_values({record.key: record.value for record in records})
+        if updated != self.current:
+            log.info("Admin settings changed")
+            self.current = updated
+
+
+def principal_of(request: Any) -> Principal | None:
+    """The Nextcloud user AppAPI vouched for, with the scopes the admin grants to app passwords."""
+    user = getattr(request, "scope", {}).get("username") if request is not None else None
+    if not user:
+        return None
+    # AppAPI's PHP proxy marks what it forwards with X-Origin-IP and buffers the response;
+    # HaRP (HP_SHARED_KEY set) streams. Server-initiated requests only reach streaming callers.
+    buffered = "x-origin-ip" in request.headers and not os.environ.get("HP_SHARED_KEY")
+    return Principal(user=user, scopes=frozenset(SETTINGS.current.default_scopes), streaming=not buffered)
+
+
+SETTINGS = SettingsCache()
+
+
+def create_app() -> FastAPI:
+    app_identity = identity()
+    deployment = Deployment.from_env()
+    logging.basicConfig(level=deployment.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for)
+
+    async def list_users() -> list[str]:
+        return await AsyncNextcloudApp().users.get_list()
+
+    engine = Engine(
+        deployment, nc_client, lambda: SETTINGS.current, list_users,
+        public_url=os.environ.get("NEXTCLOUD_PUBLIC_URL") or app_identity.nextcloud_url,
+    )
+    state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
+    mcp = build_server(engine, principal_of, state_key=state_key)
+    # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
+    # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
+    mcp_http = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    async def refresh_settings_forever() -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await SETTINGS.refresh(AsyncNextcloudApp())
+            await asyncio.sleep(SETTINGS_REFRESH_SECONDS)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        refresher = asyncio.create_task(refresh_settings_forever(), name="settings-refresh")
+        engine.start()
+        log.info("Semantic MCP %s started; storage at %s", app_identity.version, deployment.storage)
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            refresher.cancel()
+            await engine.stop()
+
+    app = FastAPI(title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False)
+    app.add_middleware(AppAPIAuth)
+    app.state.engine = engine
+
+    async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
+        return await (_on_enable(nc, engine) if enabled else _on_disable(nc))
+
+    set_handlers(app, enabled_handler, default_init=False, map_app_static=False)
+
+    @app.post("/init")
+    async def init(background: BackgroundTasks) -> JSONResponse:
+        background.add_task(_initial_backfill, engine)
+        return JSONResponse({})
+
+    @app.post(WEBHOOK_PATH)
+    async def webhook(request: Request) -> JSONResponse:
+        # Deliveries to an absolute URI come without Content-Type: read the raw body as JSON.
+        body = await request.body()
+        try:
+            result = engine.handle_event(json.loads(body))
+        except (ValueError, MalformedEvent) as exc:
+            log.warning("Rejected a webhook delivery: %s", exc)
+            return JSONResponse({"error": f"malformed event: {exc}"}, status_code=400)
+        return JSONResponse(result)
+
+    app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/
+    return app
+
+
+async def _initial_backfill(engine: Engine) -> None:
+    nc = AsyncNextcloudApp()
+
+    async def progress(percent: int, message: str) -> None:
+        log.info("Initial indexing: %d%% %s", percent, message)
+        with contextlib.suppress(NextcloudException):
+            await nc.set_init_status(percent)
+
+    try:
+        await SETTINGS.refresh(nc)
+    except Exception as exc:  # settings are optional at first start: defaults apply
+        log.info("Admin settings not readable yet (%s); using defaults", exc)
+    try:
+        await engine.backfill(progress)
+    except Exception as exc:
+        log.exception("Initial indexing failed")
+        await nc.set_init_status(0, f"Initial indexing failed: {exc}")
+
+
+async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
+    """Register the settings form and webhooks; returns an error the admin can read, or ""."""
+    problems: list[str] = []
+    try:
+        await nc.ui.settings.register_form(ADMIN_FORM)
+    except NextcloudException as exc:
+        problems.append(f"settings form: {exc}")
+    await _remove_webhooks(nc)
+    for event in FILE_EVENTS + CALENDAR_EVENTS:
+        try:
+            await nc.webhooks.register("POST", WEBHOOK_PATH, event)
+        except NextcloudException as exc:
+            problems.append(f"webhook {event}: {exc}")
+    deck_ok = True
+    for event in DECK_EVENTS:
+        try:
+            await nc.webhooks.register("POST", WEBHOOK_PATH, event)
+        except NextcloudException:
+            deck_ok = False
+    if not deck_ok:
+        log.info("Deck card events are not webhook-compatible on this server (Deck < 1.18): polling Deck instead")
+    engine.request_reconcile()
+    if problems:
+        log.error("Enabling finished with problems: %s", "; ".join(problems))
+        return "Semantic MCP could not register: " + "; ".join(problems) + ". Is webhook_listeners enabled?"
+    return ""
+
+
+async def _on_disable(nc: AsyncNextcloudApp) -> str:
+    problems = []
+    try:
+        await _remove_webhooks(nc)
+    except NextcloudException as exc:
+        problems.append(f"webhooks: {exc}")
+    try:
+        await nc.ui.settings.unregister_form(FORM_ID)
+    except NextcloudException as exc:
+        problems.append(f"settings form: {exc}")
+    return "; ".join(problems)
+
+
+async def _remove_webhooks(nc: AsyncNextcloudApp) -> None:
+    for hook in await nc.webhooks.get_list(uri_filter=WEBHOOK_PATH):
+        await nc.webhooks.unregister(hook.webhook_id)
+
+
+def main() -> None:
+    run_app(create_app(), log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
+
+
+if __name__ == "__main__":
+    main()

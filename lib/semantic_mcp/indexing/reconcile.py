@@ -1,0 +1,78 @@
+"""Reconciliation: find what no event told us about, cheaply, and queue only real changes.
+
+Covers the sources that have no events on Nextcloud 32/33 (Deck cards, contacts), events missed
+while the webhook worker or this app was down, and share changes (a share fires no event for the
+recipient). Each source lists changes since its stored cursor; versions are compared with the
+ledger so unchanged content is never fetched or embedded again. A full listing (every
+``full_every`` seconds, and on the first pass) also finds deletions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from ..documents import DocRef, DocType
+from ..nextcloud import NextcloudClient, NextcloudError
+from ..sources.base import Source
+from .state import IndexState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileResult:
+    doc_type: DocType
+    queued_upserts: int = 0
+    queued_deletes: int = 0
+    error: str | None = None
+
+
+async def reconcile_source(
+    state: IndexState,
+    nc: NextcloudClient,
+    source: Source,
+    user: str,
+    *,
+    full_every: float,
+    force_full: bool = False,
+) -> ReconcileResult:
+    """Compare one user's documents of one type with the ledger and queue the differences."""
+    doc_type = source.doc_type
+    result = ReconcileResult(doc_type)
+    cursor, last_full = state.cursor(user, doc_type)
+    full = force_full or cursor is None or last_full is None or time.time() - last_full >= full_every
+    try:
+        listing = await source.list_changes(nc, user, None if full else cursor, full=full)
+    except NextcloudError as exc:
+        # Keep the old cursor: the next pass retries the same window.
+        log.warning("Reconciling %s for %s failed: %s", doc_type, user, exc)
+        result.error = str(exc)
+        return result
+
+    indexed = state.indexed_versions(user, doc_type)
+    skipped = state.skipped_versions(user, doc_type)
+    upserts = [
+        DocRef(user, doc_type, source_id)
+        for source_id, version in listing.items.items()
+        if (source_id not in indexed and source_id not in skipped)
+        or (version is not None and version != indexed.get(source_id, skipped.get(source_id)))
+    ]
+    gone = set(listing.deleted)
+    if listing.complete:
+        gone |= (set(indexed) | set(skipped)) - set(listing.items)
+    deletes = [DocRef(user, doc_type, source_id) for source_id in sorted(gone)]
+
+    if upserts:
+        result.queued_upserts = state.enqueue(upserts, "upsert")
+    if deletes:
+        result.queued_deletes = state.enqueue(deletes, "delete")
+    # The cursor is saved only after the work is queued: a crash in between re-lists, never loses.
+    state.save_cursor(user, doc_type, listing.cursor, full=listing.complete)
+    if upserts or deletes:
+        log.info(
+            "Reconciliation %s for %s: %d to refresh, %d to remove%s",
+            doc_type, user, len(upserts), len(deletes), " (full listing)" if listing.complete else "",
+        )
+    return result

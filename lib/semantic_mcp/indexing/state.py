@@ -1,0 +1,373 @@
+"""Durable indexing state in one SQLite file: the work queue, what is indexed, cursors, dead letters.
+
+Why SQLite: every write is a committed transaction, so a crash or ``kill -9`` loses nothing
+that was acknowledged, and restart picks up exactly where the last commit left off.
+
+The queue coalesces: one row per (user, doc_type, source_id). A burst of events for one document
+(a note save fires Created + Written + Written) becomes one task; a newer event bumps the row's
+``generation`` so a worker that was mid-way through an older version does not drop the newer one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..documents import DocRef, DocType
+
+Action = Literal["upsert", "delete"]
+
+_SCHEMA = """
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
+CREATE TABLE IF NOT EXISTS tasks (
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    payload TEXT,                -- JSON hint from the event (e.g. the iCalendar text), may be NULL
+    generation INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before REAL NOT NULL DEFAULT 0,
+    running INTEGER NOT NULL DEFAULT 0,
+    enqueued_at REAL NOT NULL,
+    last_error TEXT,
+    PRIMARY KEY (user, doc_type, source_id)
+);
+CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (running, not_before);
+CREATE TABLE IF NOT EXISTS documents (
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
+    version TEXT NOT NULL, location TEXT NOT NULL DEFAULT '', title TEXT NOT NULL DEFAULT '',
+    chunk_count INTEGER NOT NULL, modified INTEGER NOT NULL DEFAULT 0, indexed_at REAL NOT NULL,
+    PRIMARY KEY (user, doc_type, source_id)
+);
+CREATE INDEX IF NOT EXISTS documents_location ON documents (user, location);
+CREATE INDEX IF NOT EXISTS documents_source ON documents (doc_type, source_id);
+CREATE TABLE IF NOT EXISTS skipped (
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
+    version TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (user, doc_type, source_id)
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
+    reason TEXT NOT NULL, attempts INTEGER NOT NULL, at REAL NOT NULL,
+    PRIMARY KEY (user, doc_type, source_id)
+);
+CREATE TABLE IF NOT EXISTS cursors (
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, cursor TEXT,
+    last_reconcile REAL, last_full REAL,
+    PRIMARY KEY (user, doc_type)
+);
+CREATE TABLE IF NOT EXISTS users (
+    user TEXT PRIMARY KEY, enabled INTEGER NOT NULL, changed_at REAL NOT NULL,
+    last_event REAL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass
+class Task:
+    ref: DocRef
+    action: Action
+    payload: dict[str, Any] | None
+    generation: int
+    attempts: int
+
+
+@dataclass
+class IndexedDoc:
+    ref: DocRef
+    version: str
+    location: str
+    title: str
+    chunk_count: int
+
+
+class IndexState:
+    """All durable indexing state. Thread-safe: the pipeline calls it from worker threads too."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, *args: Any) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # --- queue -----------------------------------------------------------------------------
+
+    def enqueue(self, refs: Iterable[DocRef], action: Action, payload: dict[str, Any] | None = None) -> int:
+        """Queue work; a pending task for the same document is replaced (the newest event wins)."""
+        now = time.time()
+        count = 0
+        with self._tx() as db:
+            for ref in refs:
+                db.execute(
+                    """INSERT INTO tasks (user, doc_type, source_id, action, payload, enqueued_at)
+                       VALUES (?, ?, ?, ?, ?, ?)
+                       ON CONFLICT (user, doc_type, source_id) DO UPDATE SET
+                         action = excluded.action, payload = excluded.payload,
+                         generation = tasks.generation + 1, attempts = 0, not_before = 0,
+                         last_error = NULL""",
+                    (ref.user, ref.doc_type, ref.source_id, action, json.dumps(payload) if payload else None, now),
+                )
+                count += 1
+        return count
+
+    def claim(self, limit: int) -> list[Task]:
+        """Take up to ``limit`` ready tasks, oldest first, and mark them running."""
+        now = time.time()
+        with self._tx() as db:
+            rows = db.execute(
+                """SELECT * FROM tasks WHERE running = 0 AND not_before <= ?
+                   ORDER BY enqueued_at LIMIT ?""",
+                (now, limit),
+            ).fetchall()
+            for row in rows:
+                db.execute(
+                    "UPDATE tasks SET running = 1 WHERE user = ? AND doc_type = ? AND source_id = ?",
+                    (row["user"], row["doc_type"], row["source_id"]),
+                )
+        return [
+            Task(
+                ref=DocRef(row["user"], row["doc_type"], row["source_id"]),
+                action=row["action"],
+                payload=json.loads(row["payload"]) if row["payload"] else None,
+                generation=row["generation"],
+                attempts=row["attempts"],
+            )
+            for row in rows
+        ]
+
+    def complete(self, task: Task) -> None:
+        """Drop a finished task unless a newer event arrived for the document meanwhile."""
+        ref = task.ref
+        with self._tx() as db:
+            db.execute(
+                "DELETE FROM tasks WHERE user = ? AND doc_type = ? AND source_id = ? AND generation = ?",
+                (ref.user, ref.doc_type, ref.source_id, task.generation),
+            )
+            db.execute(
+                "UPDATE tasks SET running = 0 WHERE user = ? AND doc_type = ? AND source_id = ?",
+                (ref.user, ref.doc_type, ref.source_id),
+            )
+            db.execute(
+                "DELETE FROM dead_letters WHERE user = ? AND doc_type = ? AND source_id = ?",
+                (ref.user, ref.doc_type, ref.source_id),
+            )
+
+    def retry_later(self, task: Task, error: str, *, max_attempts: int, backoff: float) -> bool:
+        """Record a failure; returns True when the task was moved to the dead-letter list."""
+        ref = task.ref
+        attempts = task.attempts + 1
+        with self._tx() as db:
+            if attempts >= max_attempts:
+                db.execute(
+                    "DELETE FROM tasks WHERE user = ? AND doc_type = ? AND source_id = ? AND generation = ?",
+                    (ref.user, ref.doc_type, ref.source_id, task.generation),
+                )
+                db.execute(
+                    """INSERT OR REPLACE INTO dead_letters (user, doc_type, source_id, reason, attempts, at)
+                       VALUES (?, ?, ?, ?, ?, ?)""",
+                    (ref.user, ref.doc_type, ref.source_id, error, attempts, time.time()),
+                )
+            db.execute(
+                """UPDATE tasks SET running = 0, attempts = ?, last_error = ?, not_before = ?
+                   WHERE user = ? AND doc_type = ? AND source_id = ? AND generation = ?""",
+                (attempts, error, time.time() + backoff * 2 ** (attempts - 1),
+                 ref.user, ref.doc_type, ref.source_id, task.generation),
+            )
+            db.execute(
+                "UPDATE tasks SET running = 0 WHERE user = ? AND doc_type = ? AND source_id = ?",
+                (ref.user, ref.doc_type, ref.source_id),
+            )
+        return attempts >= max_attempts
+
+    def recover(self) -> int:
+        """After a restart nothing is running: give interrupted tasks back to the queue."""
+        with self._tx() as db:
+            return db.execute("UPDATE tasks SET running = 0 WHERE running = 1").rowcount
+
+    def pending_count(self, user: str | None = None) -> int:
+        if user is None:
+            return self._rows("SELECT COUNT(*) FROM tasks")[0][0]
+        return self._rows("SELECT COUNT(*) FROM tasks WHERE user = ?", user)[0][0]
+
+    def next_ready_in(self) -> float | None:
+        """Seconds until the next task becomes ready (0 if one is ready now), None if the queue is empty."""
+        row = self._rows("SELECT MIN(not_before) FROM tasks WHERE running = 0")[0][0]
+        return None if row is None else max(0.0, row - time.time())
+
+    # --- what is indexed ----------------------------------------------------------------------
+
+    def indexed(self, ref: DocRef) -> IndexedDoc | None:
+        rows = self._rows(
+            "SELECT * FROM documents WHERE user = ? AND doc_type = ? AND source_id = ?",
+            ref.user, ref.doc_type, ref.source_id,
+        )
+        return _indexed(rows[0]) if rows else None
+
+    def indexed_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
+        rows = self._rows("SELECT source_id, version FROM documents WHERE user = ? AND doc_type = ?", user, doc_type)
+        return {row["source_id"]: row["version"] for row in rows}
+
+    def skipped_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
+        rows = self._rows("SELECT source_id, version FROM skipped WHERE user = ? AND doc_type = ?", user, doc_type)
+        return {row["source_id"]: row["version"] for row in rows}
+
+    def holders(self, doc_type: DocType, source_id: str) -> list[str]:
+        """Users who have this document indexed (a shared file is in several users' indexes)."""
+        rows = self._rows("SELECT user FROM documents WHERE doc_type = ? AND source_id = ?", doc_type, source_id)
+        return [row["user"] for row in rows]
+
+    def under_location(self, user: str, location: str) -> list[IndexedDoc]:
+        """Indexed documents at ``location`` or below it (files and notes, by user-relative path)."""
+        prefix = location.rstrip("/") + "/"
+        rows = self._rows(
+            "SELECT * FROM documents WHERE user = ? AND (location = ? OR substr(location, 1, ?) = ?)",
+            user, location, len(prefix), prefix,
+        )
+        return [_indexed(row) for row in rows]
+
+    def record_indexed(self, ref: DocRef, version: str, location: str, title: str, chunk_count: int, modified: int) -> None:
+        with self._tx() as db:
+            db.execute(
+                """INSERT OR REPLACE INTO documents
+                   (user, doc_type, source_id, version, location, title, chunk_count, modified, indexed_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (ref.user, ref.doc_type, ref.source_id, version, location, title, chunk_count, modified, time.time()),
+            )
+            db.execute(
+                "DELETE FROM skipped WHERE user = ? AND doc_type = ? AND source_id = ?",
+                (ref.user, ref.doc_type, ref.source_id),
+            )
+
+    def record_skipped(self, ref: DocRef, version: str, reason: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO skipped (user, doc_type, source_id, version, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (ref.user, ref.doc_type, ref.source_id, version, reason, time.time()),
+            )
+
+    def forget(self, ref: DocRef) -> None:
+        with self._tx() as db:
+            for table in ("documents", "skipped"):
+                db.execute(
+                    f"DELETE FROM {table} WHERE user = ? AND doc_type = ? AND source_id = ?",
+                    (ref.user, ref.doc_type, ref.source_id),
+                )
+
+    # --- users, cursors, status ------------------------------------------------------------------
+
+    def set_user_enabled(self, user: str, enabled: bool) -> None:
+        with self._tx() as db:
+            db.execute(
+                """INSERT INTO users (user, enabled, changed_at) VALUES (?, ?, ?)
+                   ON CONFLICT (user) DO UPDATE SET enabled = excluded.enabled, changed_at = excluded.changed_at""",
+                (user, int(enabled), time.time()),
+            )
+            if not enabled:
+                for table in ("tasks", "documents", "skipped", "dead_letters", "cursors"):
+                    db.execute(f"DELETE FROM {table} WHERE user = ?", (user,))
+
+    def user_choice(self, user: str) -> bool | None:
+        """The user's own opt-in/out, or None when they never chose (the admin default applies)."""
+        rows = self._rows("SELECT enabled FROM users WHERE user = ?", user)
+        return bool(rows[0]["enabled"]) if rows else None
+
+    def known_users(self) -> list[str]:
+        return [row["user"] for row in self._rows("SELECT user FROM users")]
+
+    def note_event(self, user: str) -> None:
+        with self._tx() as db:
+            db.execute(
+                """INSERT INTO users (user, enabled, changed_at, last_event) VALUES (?, 1, ?, ?)
+                   ON CONFLICT (user) DO UPDATE SET last_event = excluded.last_event""",
+                (user, time.time(), time.time()),
+            )
+
+    def cursor(self, user: str, doc_type: DocType) -> tuple[str | None, float | None]:
+        rows = self._rows("SELECT cursor, last_full FROM cursors WHERE user = ? AND doc_type = ?", user, doc_type)
+        return (rows[0]["cursor"], rows[0]["last_full"]) if rows else (None, None)
+
+    def save_cursor(self, user: str, doc_type: DocType, cursor: str | None, *, full: bool) -> None:
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                """INSERT INTO cursors (user, doc_type, cursor, last_reconcile, last_full) VALUES (?, ?, ?, ?, ?)
+                   ON CONFLICT (user, doc_type) DO UPDATE SET cursor = excluded.cursor,
+                     last_reconcile = excluded.last_reconcile,
+                     last_full = COALESCE(excluded.last_full, cursors.last_full)""",
+                (user, doc_type, cursor, now, now if full else None),
+            )
+
+    def status(self, user: str) -> dict[str, Any]:
+        """Per-source counts and times for the status tool."""
+        per_type: dict[str, dict[str, Any]] = {}
+
+        def bump(table: str, key: str) -> None:
+            for row in self._rows(f"SELECT doc_type, COUNT(*) AS n FROM {table} WHERE user = ? GROUP BY doc_type", user):
+                per_type.setdefault(row["doc_type"], {})[key] = row["n"]
+
+        bump("documents", "indexed")
+        bump("tasks", "pending")
+        bump("dead_letters", "failed")
+        bump("skipped", "skipped")
+        for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
+            per_type.setdefault(row["doc_type"], {})["last_reconciliation"] = row["last_reconcile"]
+        users = self._rows("SELECT last_event FROM users WHERE user = ?", user)
+        dead = self._rows(
+            "SELECT doc_type, source_id, reason, attempts, at FROM dead_letters WHERE user = ? ORDER BY at DESC LIMIT 20",
+            user,
+        )
+        skipped = self._rows(
+            "SELECT doc_type, source_id, reason FROM skipped WHERE user = ? ORDER BY at DESC LIMIT 20", user
+        )
+        return {
+            "per_type": per_type,
+            "last_event": users[0]["last_event"] if users else None,
+            "dead_letters": [dict(row) for row in dead],
+            "skipped": [dict(row) for row in skipped],
+        }
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", key)
+        return rows[0]["value"] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def _indexed(row: sqlite3.Row) -> IndexedDoc:
+    return IndexedDoc(
+        ref=DocRef(row["user"], row["doc_type"], row["source_id"]),
+        version=row["version"],
+        location=row["location"],
+        title=row["title"],
+        chunk_count=row["chunk_count"],
+    )

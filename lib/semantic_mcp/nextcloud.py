@@ -1,0 +1,215 @@
+"""Talks to Nextcloud as a given user over HTTP: OCS, app APIs (Notes, Deck) and WebDAV/CalDAV/CardDAV.
+
+The core does not know how a request is authenticated: the ExApp shell passes ``auth_headers``,
+a function from user id to headers (AppAPI's signed headers in production). Errors are mapped to
+three outcomes every caller needs to tell apart: the object is gone or forbidden for this user
+(:class:`NotFound`), the call was malformed (:class:`NextcloudError`), or the server is briefly
+unavailable (:class:`Transient`), which must never be mistaken for "gone".
+"""
+
+from __future__ import annotations
+
+import logging
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote, unquote
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+AuthHeaders = Callable[[str], Mapping[str, str]]
+
+NS = {
+    "d": "DAV:",
+    "oc": "http://owncloud.org/ns",
+    "nc": "http://nextcloud.org/ns",
+    "cal": "urn:ietf:params:xml:ns:caldav",
+    "card": "urn:ietf:params:xml:ns:carddav",
+    "cs": "http://calendarserver.org/ns/",
+}
+
+
+class NextcloudError(Exception):
+    """A request Nextcloud answered with an unexpected status."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(NextcloudError):
+    """The object does not exist for this user, or the user may not see it (404, 403)."""
+
+
+class Transient(NextcloudError):
+    """Network failure, timeout or 5xx: try again later; says nothing about access."""
+
+
+@dataclass
+class DavEntry:
+    """One ``<d:response>`` of a multistatus: its decoded href and the props that answered 200."""
+
+    href: str
+    props: dict[str, str | None]
+    status: int = 200
+    lists: dict[str, list[str]] = field(default_factory=dict)  # props whose value is a list of elements
+
+    def prop(self, name: str) -> str | None:
+        return self.props.get(name)
+
+    def prop_list(self, name: str) -> list[str]:
+        """The values of a list-valued prop (``d:resourcetype``, ``nc:system-tags``, a component set)."""
+        return self.lists.get(name, [])
+
+    @property
+    def is_collection(self) -> bool:
+        return self.href.endswith("/")
+
+
+def parse_multistatus(body: bytes | str) -> tuple[list[DavEntry], str | None]:
+    """Parse a WebDAV multistatus into entries and the sync token (for sync-collection answers).
+
+    Property names are returned as ``prefix:local`` using :data:`NS` prefixes (``oc:fileid``,
+    ``d:getetag``, ``cal:calendar-data``). Only props in a 200 propstat are kept, so a missing
+    property reads as absent rather than as an empty value. A prop made of child elements is
+    also kept as a list (:meth:`DavEntry.prop_list`), see :func:`_element_value`.
+    """
+    root = ET.fromstring(body)
+    reverse = {uri: prefix for prefix, uri in NS.items()}
+    entries: list[DavEntry] = []
+    for response in root.findall("d:response", NS):
+        href = unquote(response.findtext("d:href", default="", namespaces=NS))
+        props: dict[str, str | None] = {}
+        lists: dict[str, list[str]] = {}
+        for propstat in response.findall("d:propstat", NS):
+            if " 200 " not in (propstat.findtext("d:status", default="", namespaces=NS) + " "):
+                continue
+            for prop in propstat.find("d:prop", NS) or []:
+                uri, _, local = prop.tag[1:].partition("}")
+                name = f"{reverse.get(uri, uri)}:{local}"
+                if len(prop):  # e.g. d:resourcetype with children
+                    lists[name] = [_element_value(child) for child in prop]
+                    props[name] = " ".join(lists[name])
+                else:
+                    props[name] = prop.text
+        status_text = response.findtext("d:status", default="", namespaces=NS)
+        status = int(status_text.split()[1]) if status_text.count(" ") >= 2 else 200
+        entries.append(DavEntry(href=href, props=props, status=status, lists=lists))
+    return entries, root.findtext("d:sync-token", default=None, namespaces=NS)
+
+
+def _element_value(element: ET.Element) -> str:
+    """What a list element stands for: its text (a tag name in ``nc:system-tags``), else its
+    ``name`` attribute (``<cal:comp name="VEVENT"/>``), else its local tag (``<d:collection/>``)."""
+    text = (element.text or "").strip()
+    return text or element.get("name") or element.tag.partition("}")[2]
+
+
+def dav_body(root: str, inner: str) -> str:
+    """A DAV request body: ``root`` (``d:propfind``, ``d:searchrequest``...) declaring every :data:`NS` prefix."""
+    xmlns = " ".join(f'xmlns:{prefix}="{uri}"' for prefix, uri in NS.items())
+    return f'<?xml version="1.0" encoding="utf-8"?>\n<{root} {xmlns}>{inner}</{root}>'
+
+
+def prop_xml(names: Iterable[str]) -> str:
+    """``<d:prop>`` listing ``prefix:local`` property names, as PROPFIND, REPORT and SEARCH select them."""
+    return "<d:prop>" + "".join(f"<{name}/>" for name in names) + "</d:prop>"
+
+
+def http_date_to_ts(value: str | None) -> int:
+    if not value:
+        return 0
+    try:
+        return int(parsedate_to_datetime(value).timestamp())
+    except (TypeError, ValueError):
+        return 0
+
+
+def strip_etag(value: str | None) -> str:
+    return (value or "").strip().strip('"')
+
+
+class NextcloudClient:
+    """Async HTTP client for one Nextcloud instance, acting as whichever user each call names."""
+
+    def __init__(
+        self,
+        base_url: str,
+        auth_headers: AuthHeaders,
+        *,
+        timeout: float = 30.0,
+        max_connections: int = 16,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._auth_headers = auth_headers
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=max_connections),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def request(
+        self,
+        user: str,
+        method: str,
+        path: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | str | None = None,
+        json: Any = None,
+        ok: tuple[int, ...] = (200, 201, 204, 207),
+    ) -> httpx.Response:
+        """Send one request as ``user``; raise :class:`NotFound`/:class:`Transient`/:class:`NextcloudError`."""
+        all_headers = {**self._auth_headers(user), **(headers or {})}
+        try:
+            response = await self._http.request(
+                method, path, headers=all_headers, params=params, content=content, json=json
+            )
+        except httpx.TransportError as exc:
+            raise Transient(f"{method} {path}: {type(exc).__name__}") from exc
+        if response.status_code in ok:
+            return response
+        message = f"{method} {path} as {user!r}: HTTP {response.status_code}"
+        if response.status_code in (403, 404, 410):
+            raise NotFound(message, response.status_code)
+        if response.status_code >= 500 or response.status_code in (408, 425, 429):
+            raise Transient(message, response.status_code)
+        raise NextcloudError(message, response.status_code)
+
+    async def ocs(
+        self, user: str, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Call an OCS endpoint and return its ``ocs.data``."""
+        response = await self.request(
+            user,
+            method,
+            path,
+            headers={"OCS-APIRequest": "true", "Accept": "application/json"},
+            params={"format": "json", **(params or {})},
+            json=json,
+        )
+        return response.json()["ocs"]["data"]
+
+    async def dav(
+        self, user: str, method: str, path: str, body: str, *, depth: str | None = "1"
+    ) -> tuple[list[DavEntry], str | None]:
+        """Send a PROPFIND/REPORT/SEARCH and parse its multistatus."""
+        headers = {"Content-Type": "application/xml; charset=utf-8"}
+        if depth is not None:
+            headers["Depth"] = depth
+        response = await self.request(user, method, path, headers=headers, content=body.encode())
+        return parse_multistatus(response.content)
+
+    def files_root(self, user: str) -> str:
+        return f"/remote.php/dav/files/{quote(user)}"

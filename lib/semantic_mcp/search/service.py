@@ -1,0 +1,168 @@
+"""Search as the MCP tools use it: retrieve (hybrid), verify each hit as the caller, shape results.
+
+Kept free of MCP so the same steps serve the tools, the benchmarks and the tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .filters import SearchFilters
+from .retrieval import HybridRetriever
+from .verify import Verifier
+
+SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + BM25 keyword, reciprocal rank fusion"
+
+
+class SearchHit(BaseModel):
+    """One result, with what a person or a model needs to judge it and open it."""
+
+    doc_type: str = Field(description="note, file, deck_card, calendar_event or contact")
+    title: str
+    excerpt: str = Field(description="The passage around the match")
+    score: float = Field(description="Relevance in [0, 1]: cosine similarity of the best passage")
+    link: str = Field(description="Opens the item in Nextcloud")
+    location: str = Field("", description="Folder path, board/stack, calendar or address book")
+    modified: str | None = Field(None, description="Last change, ISO 8601 UTC")
+    event_start: str | None = Field(None, description="Event start or due date, ISO 8601 UTC")
+    event_end: str | None = None
+    id: str = Field(description="Stable id of the item: '<doc_type>:<source id>'")
+
+
+def iso(ts: Any) -> str | None:
+    try:
+        return datetime.fromtimestamp(int(ts), UTC).isoformat().replace("+00:00", "Z") if ts else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+_WORD = re.compile(r"\w{3,}", re.UNICODE)
+
+
+def excerpt(text: str, query: str, width: int = 360) -> str:
+    """A window of ``text`` around the first query term it contains (or its start)."""
+    body = text.strip()
+    if len(body) <= width:
+        return body
+    lowered = body.lower()
+    positions = [lowered.find(term.lower()) for term in _WORD.findall(query)]
+    hits = [p for p in positions if p >= 0]
+    start = max(0, min(hits) - width // 3) if hits else 0
+    start = body.rfind(" ", 0, start) + 1 if start else 0
+    snippet = body[start : start + width].rsplit(" ", 1)[0]
+    return ("…" if start else "") + snippet + ("…" if start + len(snippet) < len(body) else "")
+
+
+@dataclass
+class Retrieved:
+    """Verified candidates for one query, in rank order, and how they were found."""
+
+    candidates: list[Any]
+    total_found: int
+    method: str
+    dropped: int = 0
+    notes: list[str] = field(default_factory=list)
+    analysis: dict[str, Any] | None = None  # filters the client's model derived, when it did
+
+
+class SnapshotCache:
+    """Pins one call's retrieved documents across input-required rounds.
+
+    On protocol 2026-07-28 a sampling request must render identically when the client retries;
+    if a document were indexed between the two rounds, the prompt would change and the client's
+    answer would be discarded. Keyed by user and call arguments, kept for the request-state TTL.
+    """
+
+    def __init__(self, ttl: float = 600.0, size: int = 512) -> None:
+        self.ttl = ttl
+        self.size = size
+        self._items: OrderedDict[str, tuple[float, Retrieved]] = OrderedDict()
+
+    @staticmethod
+    def key(user: str, *parts: Any) -> str:
+        return hashlib.sha256(json.dumps([user, *parts], sort_keys=True, default=str).encode()).hexdigest()
+
+    def get(self, key: str) -> Retrieved | None:
+        item = self._items.get(key)
+        if item is None or item[0] < time.monotonic():
+            self._items.pop(key, None)
+            return None
+        return item[1]
+
+    def put(self, key: str, value: Retrieved) -> None:
+        self._items[key] = (time.monotonic() + self.ttl, value)
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+class SearchService:
+    def __init__(self, retriever: HybridRetriever, verifier: Verifier, nextcloud_url: str) -> None:
+        self.retriever = retriever
+        self.verifier = verifier
+        self.nextcloud_url = nextcloud_url.rstrip("/")
+        self.snapshots = SnapshotCache()
+
+    async def retrieve(
+        self,
+        user: str,
+        query: str,
+        limit: int,
+        filters: SearchFilters,
+        *,
+        score_threshold: float = 0.0,
+        keyword_query: str | None = None,
+        depth: int | None = None,
+    ) -> Retrieved:
+        """Hybrid retrieval, threshold, then verification as ``user``; returns up to ``depth`` candidates."""
+        depth = depth or limit
+        # Over-fetch: verification may drop some, and total_found should reflect what matched.
+        candidates = await self.retriever.search(user, query, max(depth * 3, 30), filters, keyword_query=keyword_query)
+        if score_threshold > 0:
+            candidates = [c for c in candidates if c.score >= score_threshold]
+        total = len(candidates)
+        checked = await self.verifier.verify(user, candidates[: depth + 5])
+        kept = checked.kept[:depth]
+        notes = []
+        if checked.dropped:
+            notes.append(f"{len(checked.dropped)} result(s) you can no longer open were removed")
+        if checked.unverified:
+            notes.append(f"{checked.unverified} result(s) could not be re-checked with Nextcloud just now")
+        return Retrieved(
+            candidates=kept,
+            total_found=max(0, total - len(checked.dropped)),
+            method=SEARCH_METHOD,
+            dropped=len(checked.dropped),
+            notes=notes,
+        )
+
+    def hit(self, candidate: Any, query: str) -> SearchHit:
+        meta = candidate.metadata
+        link = str(meta.get("link") or "")
+        return SearchHit(
+            doc_type=str(meta.get("doc_type", "")),
+            title=str(meta.get("title", "")),
+            excerpt=excerpt(candidate.text, query),
+            score=round(float(candidate.score), 4),
+            link=f"{self.nextcloud_url}{link}" if link.startswith("/") else link,
+            location=str(meta.get("location", "")),
+            modified=iso(meta.get("modified")),
+            event_start=iso(meta.get("event_start")),
+            event_end=iso(meta.get("event_end")),
+            id=candidate.doc_key,
+        )
+
+
+def merge_filters(explicit: SearchFilters, derived: dict[str, Any]) -> SearchFilters:
+    """Filters the model derived fill only what the caller left open: explicit arguments win."""
+    updates = {name: value for name, value in derived.items() if value is not None and getattr(explicit, name) is None}
+    return replace(explicit, **updates) if updates else explicit

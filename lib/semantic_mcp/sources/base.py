@@ -1,0 +1,89 @@
+"""The shape every source module has: list what changed, fetch one document, check access.
+
+A source module (notes, files, deck, calendar, contacts) is the only place that knows its
+Nextcloud app's API. Adding an app type means adding one module with a :class:`Source`
+subclass and listing it in :mod:`semantic_mcp.sources`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass, field
+
+from ..documents import DocType, Skipped, SourceDocument
+from ..nextcloud import NextcloudClient, NotFound
+
+
+@dataclass
+class Listing:
+    """What a reconciliation pass learned about one user's documents of one type.
+
+    ``items`` maps source id to version (etag); ``None`` means "exists, unchanged since the
+    cursor" (Notes ``pruneBefore`` stubs). When ``complete`` is true, ``items`` names every
+    document that exists, so anything indexed and absent from it is gone. ``deleted`` holds
+    deletions the server reported explicitly (sync-collection 404s). ``cursor`` is stored and
+    passed back next time (a timestamp, or JSON of per-collection sync tokens).
+    """
+
+    items: dict[str, str | None] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    complete: bool = False
+    cursor: str | None = None
+
+
+@dataclass
+class SourceOptions:
+    """Admin settings a source needs (exclusions and limits); read at call time, so changes apply live."""
+
+    max_file_size: int = 20 * 1024 * 1024
+    excluded_paths: tuple[str, ...] = ()  # fnmatch patterns on the user-relative path
+    excluded_tag: str = "no-ai"  # files carrying this system tag are not indexed
+    notes_folder: str = "Notes"
+
+
+def compose_text(heading: str, fields: Iterable[tuple[str, str | None]], body: str = "") -> str:
+    """The text every source embeds: a title line, ``Label: value`` metadata lines, a blank line, the body.
+
+    Putting the title and the metadata people search by (dates, places, names) first means a
+    chunker that repeats a document's first lines with each chunk gives every chunk its context.
+    Fields with an empty value are left out.
+    """
+    head = "\n".join([heading, *(f"{label}: {value}" for label, value in fields if value)])
+    body = body.strip()
+    return f"{head}\n\n{body}" if body else head
+
+
+class Source(abc.ABC):
+    doc_type: DocType
+
+    def __init__(self, options: SourceOptions | None = None) -> None:
+        self.options = options or SourceOptions()
+
+    @abc.abstractmethod
+    async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
+        """List documents changed since ``cursor`` (all of them when ``cursor`` is None or ``full``)."""
+
+    @abc.abstractmethod
+    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+        """Fetch one document as ``user``. Raise NotFound when it is gone or no longer readable."""
+
+    async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
+        """True when ``user`` can still open the document, False when it is gone or forbidden.
+
+        Raises :class:`~semantic_mcp.nextcloud.Transient` when Nextcloud cannot say right now.
+        The default fetches the document; sources override it with a cheaper request.
+        """
+        return await is_readable(self.fetch(nc, user, source_id))
+
+
+async def is_readable(request: Awaitable[object]) -> bool:
+    """Await a request made as the user: True if it succeeds, False if Nextcloud says gone or forbidden.
+
+    :class:`~semantic_mcp.nextcloud.Transient` propagates: "cannot say now" is not "no access".
+    """
+    try:
+        await request
+    except NotFound:
+        return False
+    return True

@@ -1,0 +1,147 @@
+"""The durable queue and webhook planning, on the real payloads recorded from Nextcloud 32."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from semantic_mcp.documents import DocRef
+from semantic_mcp.indexing.events import MalformedEvent, plan_event
+from semantic_mcp.indexing.state import IndexState
+
+WIRE = Path(__file__).resolve().parents[2] / "shared" / "nextcloud-32-wire"
+
+
+def recorded_deliveries() -> list[dict]:
+    exapp = json.loads((WIRE / "webhooks" / "deliveries_received_by_exapp.json").read_text())
+    bodies = [entry["body_json"] for entry in exapp.values() if entry.get("body_json")]
+    for line in (WIRE / "webhooks" / "plain_deliveries_rename_delete_update.jsonl").read_text().splitlines():
+        if line.strip():
+            bodies.append(json.loads(json.loads(line)["body"]))
+    return [body for body in bodies if body.get("event")]
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> IndexState:
+    return IndexState(tmp_path / "state.db")
+
+
+def test_queue_coalesces_bursts_and_keeps_newer_generation(state: IndexState) -> None:
+    ref = DocRef("alice", "note", "22")
+    for _ in range(3):  # one note save: Created + Written + Written
+        state.enqueue([ref], "upsert")
+    [task] = state.claim(10)
+    state.enqueue([ref], "upsert")  # a newer event while the worker is busy
+    state.complete(task)
+    [again] = state.claim(10)  # the newer event is not lost
+    assert again.ref == ref and again.generation > task.generation
+    state.complete(again)
+    assert state.pending_count() == 0
+
+
+def test_interrupted_tasks_resume_after_restart(tmp_path: Path) -> None:
+    first = IndexState(tmp_path / "state.db")
+    first.enqueue([DocRef("alice", "file", "30"), DocRef("bob", "file", "31")], "upsert")
+    assert len(first.claim(10)) == 2  # then the process dies without completing
+    first.close()
+    second = IndexState(tmp_path / "state.db")
+    assert second.claim(10) == []  # still marked running until recovery
+    assert second.recover() == 2
+    assert {t.ref.source_id for t in second.claim(10)} == {"30", "31"}
+
+
+def test_repeated_failure_goes_to_dead_letters_with_reason(state: IndexState) -> None:
+    ref = DocRef("alice", "file", "99")
+    state.enqueue([ref], "upsert")
+    dead = False
+    for _ in range(3):
+        [task] = state.claim(1) or [None]
+        if task is None:  # backoff: make it ready now
+            state._db.execute("UPDATE tasks SET not_before = 0")
+            [task] = state.claim(1)
+        dead = state.retry_later(task, "boom: broken PDF", max_attempts=3, backoff=0)
+    assert dead
+    assert state.pending_count() == 0
+    status = state.status("alice")
+    assert status["dead_letters"][0]["reason"] == "boom: broken PDF"
+
+
+def test_disable_user_forgets_everything_of_theirs_only(state: IndexState) -> None:
+    state.record_indexed(DocRef("alice", "note", "1"), "e1", "/Notes/a.md", "a", 1, 0)
+    state.record_indexed(DocRef("bob", "note", "2"), "e2", "/Notes/b.md", "b", 1, 0)
+    state.set_user_enabled("alice", False)
+    assert state.indexed(DocRef("alice", "note", "1")) is None
+    assert state.indexed(DocRef("bob", "note", "2")) is not None
+    assert state.user_choice("alice") is False
+
+
+@pytest.mark.parametrize("payload", recorded_deliveries(), ids=lambda p: p["event"]["class"].rsplit("\\", 1)[-1])
+def test_every_recorded_delivery_is_planned(state: IndexState, payload: dict) -> None:
+    plan = plan_event(payload, state, "Notes")
+    assert plan.user == "alice"
+    assert plan.ignored is None or "needs no indexing" in plan.ignored
+
+
+def test_written_note_is_a_note_and_plain_file_is_a_file(state: IndexState) -> None:
+    def written(path: str, file_id: int) -> dict:
+        return {"event": {"node": {"id": file_id, "path": path}, "class": "OCP\\Files\\Events\\Node\\NodeWrittenEvent"},
+                "user": {"uid": "alice"}, "time": 1}
+    note = plan_event(written("/alice/files/Notes/Test/First note.md", 22), state, "Notes")
+    assert note.upserts == [(DocRef("alice", "note", "22"), None)]
+    file = plan_event(written("/alice/files/testdir/hello.txt", 30), state, "Notes")
+    assert file.upserts == [(DocRef("alice", "file", "30"), None)]
+
+
+def test_folder_move_refreshes_everything_below_it(state: IndexState) -> None:
+    state.record_indexed(DocRef("alice", "file", "69"), "e", "/testdir/renamed.txt", "renamed.txt", 1, 0)
+    state.record_indexed(DocRef("alice", "file", "70"), "e", "/testdir/sub/deep.md", "deep.md", 1, 0)
+    state.record_indexed(DocRef("alice", "file", "71"), "e", "/testdirectory/other.txt", "other.txt", 1, 0)
+    payload = {"event": {"source": {"path": "/alice/files/testdir"}, "target": {"id": 29, "path": "/alice/files/moved-dir"},
+                         "class": "OCP\\Files\\Events\\Node\\NodeRenamedEvent"}, "user": {"uid": "alice"}, "time": 1}
+    plan = plan_event(payload, state, "Notes")
+    refreshed = {ref.source_id for ref, _ in plan.upserts}
+    assert {"69", "70"} <= refreshed and "71" not in refreshed  # a sibling with a common prefix is untouched
+
+
+def test_delete_without_id_finds_the_document_by_path(state: IndexState) -> None:
+    state.record_indexed(DocRef("alice", "file", "69"), "e", "/moved-dir/renamed.txt", "renamed.txt", 1, 0)
+    state.record_indexed(DocRef("bob", "file", "69"), "e", "/renamed.txt", "renamed.txt", 1, 0)  # shared with bob
+    payload = {"event": {"node": {"path": "/alice/files/moved-dir/renamed.txt"},
+                         "class": "OCP\\Files\\Events\\Node\\NodeDeletedEvent"}, "user": {"uid": "alice"}, "time": 1}
+    plan = plan_event(payload, state, "Notes")
+    assert plan.deletes == [DocRef("alice", "file", "69")]
+    assert plan.upserts == [(DocRef("bob", "file", "69"), None)]  # bob's copy is re-checked as bob
+
+
+def test_calendar_trash_is_a_delete_and_create_carries_the_icalendar(state: IndexState) -> None:
+    created = next(p for p in recorded_deliveries() if p["event"]["class"].endswith("CalendarObjectCreatedEvent"))
+    plan = plan_event(created, state, "Notes")
+    [(ref, hint)] = plan.upserts
+    assert ref == DocRef("alice", "calendar_event", "personal/test-event-0002.ics")
+    assert "BEGIN:VCALENDAR" in hint["ics"] and hint["etag"]
+    trashed = json.loads(json.dumps(created))
+    trashed["event"]["class"] = "OCP\\Calendar\\Events\\CalendarObjectMovedToTrashEvent"
+    assert plan_event(trashed, state, "Notes").deletes == [ref]
+
+
+@pytest.mark.parametrize(
+    "payload, reason",
+    [
+        ({}, "missing 'event'"),
+        ({"event": {}}, "missing 'class'"),
+        ({"event": {"class": "OCP\\Files\\Events\\Node\\NodeWrittenEvent"}}, "missing 'node'"),
+        ({"event": {"class": "OCP\\Files\\Events\\Node\\NodeWrittenEvent", "node": {"id": 1}}}, "missing 'path'"),
+        ({"event": {"class": "OCP\\Calendar\\Events\\CalendarObjectCreatedEvent", "calendarData": {}}}, "missing"),
+        ("not an object", "missing 'event'"),
+    ],
+)
+def test_malformed_events_are_refused_with_a_reason(state: IndexState, payload: object, reason: str) -> None:
+    with pytest.raises(MalformedEvent, match=reason):
+        plan_event(payload, state, "Notes")
+
+
+def test_unknown_event_class_is_ignored_not_an_error(state: IndexState) -> None:
+    plan = plan_event({"event": {"class": "OCA\\Other\\Event\\SomethingHappened"}}, state, "Notes")
+    assert plan.ignored and "unsupported event class" in plan.ignored
