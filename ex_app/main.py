@@ -117,7 +117,10 @@ def create_app() -> FastAPI:
             refresher.cancel()
             await engine.stop()
 
-    app = FastAPI(title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False)
+    app = FastAPI(
+        title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
+        openapi_url=None, docs_url=None, redoc_url=None,
+    )
     app.add_middleware(AppAPIAuth)
     app.state.engine = engine
 

@@ -85,13 +85,8 @@ class Engine:
         settings = self.settings()
         config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model)
         if self._embedder is None or config != self._embedder_config:
-            raw = make_embedder(
-                settings.embedding_backend,
-                url=settings.embedding_url or None,
-                model=settings.embedding_model or None,
-                api_key=settings.embedding_api_key or None,
-            )
-            embedder = CachedEmbedder(raw, self._embedding_cache)
+            embedder = CachedEmbedder(make_embedder(settings.embedding_backend, **_remote_options(settings)),
+                                      self._embedding_cache)
             previous = self.state.get_meta("model_id")
             if previous is not None and previous != embedder.model_id:
                 log.warning("Embedding model changed from %s to %s: re-indexing everything", previous, embedder.model_id)
@@ -287,6 +282,16 @@ class Engine:
             "initial_indexing_progress": self.backfill_progress,
             "sampling": {name: gate.metrics.as_dict() for name, gate in self.gates.items()},
         }
+
+
+def _remote_options(settings: AdminSettings) -> dict[str, str]:
+    """Constructor options for the remote backends; the built-in models take none."""
+    if settings.embedding_backend not in ("openai", "ollama"):
+        return {}
+    options = {"base_url": settings.embedding_url, "model": settings.embedding_model}
+    if settings.embedding_backend == "openai" and settings.embedding_api_key:
+        options["api_key"] = settings.embedding_api_key
+    return options
 
 
 class _LazyStore:

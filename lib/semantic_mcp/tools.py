@@ -6,9 +6,10 @@ an input-required round (sealed, user-bound ``request_state``); on 2025-11-25 :f
 the request mid-call with a bound. Resolver bodies re-run on every round, so retrieval is pinned
 by :class:`~semantic_mcp.search.service.SnapshotCache` and the sampled prompts render identically.
 Outcomes are booked in the tool body, which runs once, so metrics count each call once.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: the SDK evaluates the tools' annotations, and
+the ``Resolve(...)`` markers name resolvers local to :func:`build_server`.
+"""
 
 import logging
 from collections.abc import Callable
@@ -111,7 +112,7 @@ def _explicit_filters(
     )
 
 
-def build_server(engine: Engine, principal_of: PrincipalOf, *, state_key: bytes) -> MCPServer:
+def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: bytes) -> MCPServer:
     """Build the MCP server for ``engine``; ``state_key`` seals input-required state (use the app secret)."""
 
     def principal(ctx: Context) -> Principal:
@@ -371,7 +372,7 @@ def _rerank_keys(retrieved: Retrieved) -> list[str]:
 
 
 def _book_retrieval(
-    engine: Engine, user: str, retrieved: Retrieved, ranking: Any, analysis: Any, notes: list[str]
+    engine: "Engine", user: str, retrieved: Retrieved, ranking: Any, analysis: Any, notes: list[str]
 ) -> tuple[bool, bool]:
     """Book the re-rank and query-analysis steps; returns (reranked, analysed)."""
     keys = _rerank_keys(retrieved)

@@ -29,7 +29,8 @@ class SearchHit(BaseModel):
     doc_type: str = Field(description="note, file, deck_card, calendar_event or contact")
     title: str
     excerpt: str = Field(description="The passage around the match")
-    score: float = Field(description="Relevance in [0, 1]: cosine similarity of the best passage")
+    score: float = Field(description="Relevance in [0, 1] from fusing the meaning and keyword rankings (1 = first in both)")
+    similarity: float | None = Field(None, description="Cosine similarity of the best passage, when found by meaning")
     link: str = Field(description="Opens the item in Nextcloud")
     location: str = Field("", description="Folder path, board/stack, calendar or address book")
     modified: str | None = Field(None, description="Last change, ISO 8601 UTC")
@@ -111,6 +112,8 @@ class SearchService:
         self.verifier = verifier
         self.nextcloud_url = nextcloud_url.rstrip("/")
         self.snapshots = SnapshotCache()
+        fusion = retriever.fusion
+        self._best_fused = (fusion.dense_weight + fusion.keyword_weight) / (fusion.rrf_k + 1)
 
     async def retrieve(
         self,
@@ -128,7 +131,8 @@ class SearchService:
         # Over-fetch: verification may drop some, and total_found should reflect what matched.
         candidates = await self.retriever.search(user, query, max(depth * 3, 30), filters, keyword_query=keyword_query)
         if score_threshold > 0:
-            candidates = [c for c in candidates if c.score >= score_threshold]
+            # A semantic threshold: hits found only by exact keywords have no similarity and are kept.
+            candidates = [c for c in candidates if c.dense_score is None or c.dense_score >= score_threshold]
         total = len(candidates)
         checked = await self.verifier.verify(user, candidates[: depth + 5])
         kept = checked.kept[:depth]
@@ -152,7 +156,8 @@ class SearchService:
             doc_type=str(meta.get("doc_type", "")),
             title=str(meta.get("title", "")),
             excerpt=excerpt(candidate.text, query),
-            score=round(float(candidate.score), 4),
+            score=round(min(1.0, candidate.score / self._best_fused), 4),
+            similarity=round(float(candidate.dense_score), 4) if candidate.dense_score is not None else None,
             link=f"{self.nextcloud_url}{link}" if link.startswith("/") else link,
             location=str(meta.get("location", "")),
             modified=iso(meta.get("modified")),
