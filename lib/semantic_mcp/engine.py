@@ -187,7 +187,7 @@ class Engine:
         for source in self.sources().values():
             result = await reconcile_source(
                 self.state, self.nc, source, user,
-                full_every=max(settings.reconcile_interval_minutes, 1) * 60 * 4, force_full=force_full,
+                full_every=max(settings.reconcile_interval_minutes, 0.01) * 60 * 4, force_full=force_full,
             )
             queued += result.queued_upserts + result.queued_deletes
         if queued:
@@ -218,11 +218,17 @@ class Engine:
         await progress(100, "")
 
     async def _reconcile_loop(self) -> None:
+        """Reconcile every interval; the interval is re-read while waiting, so a new setting applies now."""
+        last_run = time.monotonic()
         while True:
-            interval = max(self.settings().reconcile_interval_minutes, 1) * 60
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._reconcile_wake.wait(), timeout=interval)
+            interval = max(self.settings().reconcile_interval_minutes, 0.01) * 60
+            remaining = last_run + interval - time.monotonic()
+            if remaining > 0 and not self._reconcile_wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._reconcile_wake.wait(), timeout=min(remaining, 2.0))
+                continue
             self._reconcile_wake.clear()
+            last_run = time.monotonic()
             try:
                 await self.reconcile_all()
             except Exception:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..documents import DocRef, DocType
-from ..sources.files import is_in_notes_folder, user_relative_path
+from ..sources.files import is_note_path, user_relative_path
 from .state import IndexState
 
 log = logging.getLogger(__name__)
@@ -69,9 +69,7 @@ def plan_event(payload: Any, state: IndexState, notes_folder: str) -> Plan:
 
 
 def _file_type(rel_path: str, notes_folder: str) -> DocType:
-    if rel_path.lower().endswith(".md") and is_in_notes_folder(rel_path, notes_folder):
-        return "note"
-    return "file"
+    return "note" if is_note_path(rel_path, notes_folder) else "file"
 
 
 def _node(event: dict[str, Any], key: str) -> tuple[str, str, int | None]:

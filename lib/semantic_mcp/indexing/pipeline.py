@@ -176,7 +176,7 @@ class Pipeline:
         payload = task.payload or {}
         document_from_payload = getattr(source, "document_from_payload", None)
         if payload and document_from_payload is not None:
-            doc = document_from_payload(task.ref.source_id, payload)
+            doc = document_from_payload(task.ref.source_id, payload, user=task.ref.user)
             if doc is not None:
                 return doc
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id)

@@ -1,0 +1,198 @@
+"""What the calendar and contacts sources share: DAV collections polled with sync-collection (RFC 6578).
+
+Each user has a DAV home (``/calendars/alice/``, ``/addressbooks/users/alice/``) holding collections
+(calendars, address books) holding objects (``.ics``, ``.vcf``). A source id is
+``"<collection-uri>/<object-uri>"``. The cursor is JSON ``{collection_uri: sync_token}``: each
+listing asks every collection what changed since its token, which is cheap and reports deletions
+explicitly. Subclasses only say which collections count and how to turn an object into text.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import ClassVar
+from urllib.parse import quote
+from xml.sax.saxutils import escape
+
+from ..documents import SourceDocument, Skipped
+from ..nextcloud import (
+    DavEntry,
+    NextcloudClient,
+    NextcloudError,
+    NotFound,
+    dav_body,
+    http_date_to_ts,
+    prop_xml,
+    strip_etag,
+)
+from .base import Listing, Source, SourceOptions, is_readable
+
+log = logging.getLogger(__name__)
+
+# A sync token the server no longer accepts (RFC 6578: 403 with DAV:valid-sync-token; some servers 409),
+# or a collection that went away between listing the home and syncing it.
+_SYNC_FAILED_STATUSES = {403, 404, 409, 410}
+
+
+@dataclass
+class SyncResult:
+    """What changed in one collection since a token: object name -> etag, deleted names, the next token."""
+
+    items: dict[str, str] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    token: str = ""
+
+
+async def sync_collection(nc: NextcloudClient, user: str, path: str, token: str) -> SyncResult:
+    """Run sync-collection on one collection since ``token`` (``""``: initial sync, every object).
+
+    A server may truncate a long answer and mark it with a 507 entry (Nextcloud does for big
+    address books); the rest is fetched by asking again with the token it returned.
+    """
+    result = SyncResult(token=token)
+    while True:
+        request = f"<d:sync-token>{escape(result.token)}</d:sync-token><d:sync-level>1</d:sync-level>"
+        body = dav_body("d:sync-collection", request + prop_xml(["d:getetag"]))
+        entries, new_token = await nc.dav(user, "REPORT", path, body, depth="0")
+        truncated = _apply(result, entries)
+        if not truncated or not new_token or new_token == result.token:
+            result.token = new_token or result.token
+            return result
+        result.token = new_token
+
+
+def _apply(result: SyncResult, entries: list[DavEntry]) -> bool:
+    """Fold one sync answer into ``result``; True when the server said it was truncated."""
+    truncated = False
+    for entry in entries:
+        name = entry.href.rpartition("/")[2]
+        if entry.status == 507:
+            truncated = True
+        elif not name:  # the collection itself
+            continue
+        elif entry.status == 404:
+            result.items.pop(name, None)
+            result.deleted.add(name)
+        elif entry.status == 200:
+            result.deleted.discard(name)
+            result.items[name] = strip_etag(entry.prop("d:getetag"))
+    return truncated
+
+
+class _TokenRejected(Exception):
+    """An incremental sync failed: the listing starts again from scratch for every collection."""
+
+
+class DavSyncSource(Source):
+    """A source whose documents are the objects of a user's CalDAV or CardDAV collections."""
+
+    home_template: ClassVar[str]  # the user's DAV home, "{user}" quoted in
+    collection_type: ClassVar[str]  # the resourcetype an indexable collection has: "calendar", "addressbook"
+    collection_props: ClassVar[tuple[str, ...]] = ("d:displayname", "d:resourcetype")
+
+    def __init__(self, options: SourceOptions | None = None) -> None:
+        super().__init__(options)
+        self._names: dict[str, dict[str, str]] = {}  # user -> {collection uri: display name}, as last listed
+
+    @abc.abstractmethod
+    def keeps(self, uri: str, entry: DavEntry) -> bool:
+        """Whether a collection of the right type is indexed (generated ones are left out)."""
+
+    @abc.abstractmethod
+    def parse(
+        self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
+    ) -> SourceDocument | Skipped:
+        """Turn one object's text into a document; broken content gives Skipped, never an exception."""
+
+    async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
+        """Sync every collection from its token; complete when every one was synced from scratch.
+
+        Starting over for all collections (rather than only the failing one) is what lets the
+        listing be complete, so documents deleted while a token was unusable are noticed too. The
+        same holds when a collection disappeared: its objects can only be dropped by a complete
+        listing.
+        """
+        collections = await self._collections(nc, user)
+        tokens = {} if full else _load_tokens(cursor)
+        if not tokens.keys() <= collections.keys():
+            tokens = {}
+        try:
+            return await self._sync(nc, user, collections, tokens)
+        except _TokenRejected as exc:
+            log.info("%s: sync token of %s rejected for %s, listing everything", self.doc_type, exc, user)
+            return await self._sync(nc, user, collections, {})
+
+    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+        """GET the object. Objects of collections that are not indexed count as not found."""
+        collection, _, name = source_id.partition("/")
+        names = self._names.get(user, {})
+        if collection not in names:
+            names = await self._collections(nc, user)  # created since the last listing?
+        if collection not in names or not name:
+            raise NotFound(f"{self.doc_type} {source_id!r} is not in an indexed collection of {user!r}", 404)
+        response = await nc.request(user, "GET", self._object_path(user, source_id))
+        return self.parse(
+            user,
+            source_id,
+            response.content.decode("utf-8", errors="replace"),
+            strip_etag(response.headers.get("ETag")),
+            names[collection],
+            http_date_to_ts(response.headers.get("Last-Modified")),
+        )
+
+    async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
+        """A HEAD on the object: no body, and 404 when it is gone or the collection no longer shared."""
+        return await is_readable(nc.request(user, "HEAD", self._object_path(user, source_id)))
+
+    async def _sync(
+        self, nc: NextcloudClient, user: str, collections: dict[str, str], tokens: dict[str, str]
+    ) -> Listing:
+        listing = Listing(complete=not tokens)
+        next_tokens: dict[str, str] = {}
+        for uri in collections:
+            token = tokens.get(uri, "")
+            try:
+                result = await sync_collection(nc, user, self._home(user) + quote(uri) + "/", token)
+            except NextcloudError as exc:
+                if exc.status not in _SYNC_FAILED_STATUSES:
+                    raise
+                if token:
+                    raise _TokenRejected(uri) from exc
+                continue  # gone since the PROPFIND: absent from a complete listing, so dropped
+            listing.items.update({f"{uri}/{name}": etag for name, etag in result.items.items()})
+            listing.deleted.update(f"{uri}/{name}" for name in result.deleted)
+            next_tokens[uri] = result.token
+        listing.cursor = json.dumps(next_tokens, sort_keys=True)
+        return listing
+
+    async def _collections(self, nc: NextcloudClient, user: str) -> dict[str, str]:
+        """The user's indexed collections (uri -> display name), remembered for fetch."""
+        body = dav_body("d:propfind", prop_xml(self.collection_props))
+        entries, _ = await nc.dav(user, "PROPFIND", self._home(user), body, depth="1")
+        names: dict[str, str] = {}
+        for entry in entries:
+            uri = entry.href.rstrip("/").rpartition("/")[2]
+            if self.collection_type in entry.prop_list("d:resourcetype") and self.keeps(uri, entry):
+                names[uri] = entry.prop("d:displayname") or uri
+        self._names[user] = names
+        return names
+
+    def _home(self, user: str) -> str:
+        return self.home_template.format(user=quote(user))
+
+    def _object_path(self, user: str, source_id: str) -> str:
+        """The DAV path of an object: ``/remote.php/dav/calendars/alice/personal/event.ics``."""
+        collection, _, name = source_id.partition("/")
+        return f"{self._home(user)}{quote(collection)}/{quote(name)}"
+
+
+def _load_tokens(cursor: str | None) -> dict[str, str]:
+    """The per-collection tokens of a cursor; an unreadable cursor means "start from scratch"."""
+    try:
+        tokens = json.loads(cursor or "{}")
+    except ValueError:
+        return {}
+    return {str(uri): str(token) for uri, token in tokens.items() if token} if isinstance(tokens, dict) else {}

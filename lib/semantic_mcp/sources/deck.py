@@ -1,0 +1,150 @@
+"""Deck cards: polled through Deck's REST API (Deck publishes no webhook-compatible events).
+
+Listing walks boards, then each board's stacks, which embed their cards: one request per board.
+There is no cheap "changed since" (``If-Modified-Since`` on ``/boards`` answers 500 on Nextcloud
+32), so every listing is complete and unchanged cards are recognised by their ETag.
+
+Archived cards are not indexed: Deck leaves them out of ``/stacks`` as its UI hides them, so they
+are absent from listings and fetch reports them gone. Cards on archived or deleted boards likewise.
+
+The source id is the card id. Deck's card URL also names the board and stack, so the source
+remembers where it last saw each card (``_places``) to go straight to the right board; when it
+does not know (after a restart, or the card moved), fetch walks the boards.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..documents import SourceDocument, Skipped
+from ..nextcloud import NextcloudClient, NotFound
+from .base import Listing, Source, SourceOptions, compose_text
+
+DECK_API = "/index.php/apps/deck/api/v1.0"
+_HEADERS = {"OCS-APIRequest": "true", "Accept": "application/json"}  # never If-Modified-Since: see module doc
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A card with the board and stack it sits on: the text and the link need all three."""
+
+    board: dict[str, Any]
+    stack: dict[str, Any]
+    card: dict[str, Any]
+
+    @property
+    def version(self) -> str:
+        """The card's ETag plus a digest of the board and stack titles, which the text shows:
+        renaming a stack does not change its cards' ETags but must refresh their text."""
+        place = zlib.crc32(f"{self.board.get('title')}\0{self.stack.get('title')}".encode())
+        return f"{self.card.get('ETag') or self.card.get('lastModified') or ''}-{place:08x}"
+
+
+class DeckSource(Source):
+    doc_type = "deck_card"
+
+    def __init__(self, options: SourceOptions | None = None) -> None:
+        super().__init__(options)
+        self._places: dict[tuple[str, int], tuple[int, int]] = {}  # (user, card id) -> (board id, stack id)
+
+    async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
+        items: dict[str, str | None] = {}
+        for board in await self._boards(nc, user):
+            for placed in await self._cards_of(nc, user, board):
+                items[str(placed.card["id"])] = placed.version
+        return Listing(items=items, complete=True)
+
+    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+        placed = await self._find(nc, user, int(source_id))
+        board, stack, card = placed.board, placed.stack, placed.card
+        due = _parse_time(card.get("duedate"))
+        labels = ", ".join(label["title"] for label in card.get("labels") or [] if label.get("title"))
+        assigned = ", ".join(_user_name(assignment) for assignment in card.get("assignedUsers") or [])
+        location = f"{board['title']} / {stack['title']}"
+        text = compose_text(
+            f"Deck card: {card['title']}",
+            [
+                ("Board", location),
+                ("Due", due.strftime("%Y-%m-%d %H:%M %Z").strip() if due else None),
+                ("Labels", labels),
+                ("Assigned to", assigned),
+                ("Done", "yes" if card.get("done") else None),
+            ],
+            card.get("description") or "",
+        )
+        return SourceDocument(
+            doc_type=self.doc_type,
+            source_id=source_id,
+            title=card["title"],
+            text=text,
+            modified=int(card.get("lastModified") or 0),
+            version=placed.version,
+            link=f"/apps/deck/#/board/{board['id']}/card/{card['id']}",
+            location=location,
+            event_start=int(due.timestamp()) if due else None,
+            extra={"board_id": str(board["id"]), "stack_id": str(stack["id"])},
+        )
+
+    async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
+        """One card request when the card's place is known, else a walk like fetch.
+
+        Deck checks access on the card itself (a wrong board id in the path still answers 200
+        for one's own card; another user's card answers 403), so a stale place is harmless.
+        """
+        place = self._places.get((user, int(source_id)))
+        if place is None:
+            return await super().can_read(nc, user, source_id)
+        board_id, stack_id = place
+        path = f"{DECK_API}/boards/{board_id}/stacks/{stack_id}/cards/{source_id}"
+        try:
+            card = (await nc.request(user, "GET", path, headers=_HEADERS)).json()
+        except NotFound:
+            return False
+        return not card.get("deletedAt")  # a card in Deck's undo window is deleted for the user
+
+    async def _find(self, nc: NextcloudClient, user: str, card_id: int) -> _Placed:
+        """Walk the boards for a card, the board it was last seen on first."""
+        boards = await self._boards(nc, user)
+        last_board = self._places.get((user, card_id), (None, None))[0]
+        for board in sorted(boards, key=lambda board: board["id"] != last_board):
+            for placed in await self._cards_of(nc, user, board):
+                if placed.card["id"] == card_id:
+                    return placed
+        raise NotFound(f"deck card {card_id} not found for {user!r}", 404)
+
+    async def _boards(self, nc: NextcloudClient, user: str) -> list[dict[str, Any]]:
+        response = await nc.request(user, "GET", f"{DECK_API}/boards", headers=_HEADERS, params={"details": "true"})
+        return [board for board in response.json() if not board.get("archived") and not board.get("deletedAt")]
+
+    async def _cards_of(self, nc: NextcloudClient, user: str, board: dict[str, Any]) -> list[_Placed]:
+        """The live cards of one board; a board that became unreadable meanwhile has none."""
+        try:
+            response = await nc.request(user, "GET", f"{DECK_API}/boards/{board['id']}/stacks", headers=_HEADERS)
+        except NotFound:
+            return []
+        placed = [
+            _Placed(board, stack, card)
+            for stack in response.json()
+            for card in stack.get("cards") or []
+            if not card.get("archived") and not card.get("deletedAt")
+        ]
+        for item in placed:
+            self._places[(user, item.card["id"])] = (board["id"], item.stack["id"])
+        return placed
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _user_name(assignment: dict[str, Any]) -> str:
+    participant = assignment.get("participant") or {}
+    return participant.get("displayname") or participant.get("uid") or ""

@@ -1,0 +1,188 @@
+"""Files: every file of the user's with extractable text, found with one WebDAV SEARCH.
+
+The source id is the file id, which survives renames and moves (DAV paths do not). Which files
+count is decided in one place, :meth:`FilesSource._exclusion`: folders, notes (``.md``/``.txt`` in
+the notes folder, which the notes source indexes), admin-excluded paths, files with the excluded
+system tag and types without text are not documents of this source. Listings leave them out;
+:meth:`FilesSource.fetch`, which a webhook may call for any file, reports them as
+:class:`~semantic_mcp.documents.Skipped`. Files over the size limit are listed, so the status tool
+can say which ones were too large.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
+from urllib.parse import quote
+
+from ..documents import SourceDocument, Skipped
+from ..nextcloud import DavEntry, NextcloudClient, NotFound, dav_body, http_date_to_ts, prop_xml, strip_etag
+from .base import Listing, Source, compose_text, is_readable
+from .extract import EXTRACT_SECONDS, UnsupportedContent, content_kind, extract_text
+
+_NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
+_PROPS = (
+    "oc:fileid",
+    "d:getetag",
+    "d:getlastmodified",
+    "d:getcontenttype",
+    "oc:size",
+    "d:resourcetype",
+    "nc:system-tags",
+)
+
+
+def user_relative_path(node_path: str, user: str) -> str | None:
+    """Map a webhook node path to the path inside the user's files: ``/alice/files/dir/a.txt`` -> ``/dir/a.txt``.
+
+    None for anything outside ``files/`` (trash bin, versions, another user's tree).
+    """
+    return _path_under(node_path, f"/{user}/files")
+
+
+def is_in_notes_folder(rel_path: str, notes_folder: str) -> bool:
+    """True for the notes folder and everything below it (``/Notes/Work/Plan.md`` with folder ``Notes``)."""
+    folder = "/" + notes_folder.strip("/")
+    return folder != "/" and (rel_path == folder or rel_path.startswith(folder + "/"))
+
+
+def is_note_path(rel_path: str, notes_folder: str) -> bool:
+    """A file the Notes app treats as a note: ``.md``/``.txt`` in the notes folder (others there are files)."""
+    return rel_path.lower().endswith(_NOTE_SUFFIXES) and is_in_notes_folder(rel_path, notes_folder)
+
+
+def _path_under(path: str, root: str) -> str | None:
+    if path in (root, root + "/"):
+        return "/"
+    return path[len(root):] if path.startswith(root + "/") else None
+
+
+@dataclass(frozen=True)
+class _FileInfo:
+    """The metadata one SEARCH answer gives about a file, in the form the checks below need."""
+
+    file_id: str
+    path: str  # user-relative, e.g. "/Documents/report.pdf"
+    etag: str
+    modified: int
+    mime: str
+    size: int
+    tags: tuple[str, ...]
+    is_folder: bool
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.path).name
+
+    @classmethod
+    def from_entry(cls, entry: DavEntry, user: str) -> _FileInfo:
+        # DAV hrefs may carry a web-root prefix (/nextcloud/remote.php/...), so cut at the files root.
+        _, _, below = entry.href.partition(f"/remote.php/dav/files/{user}")
+        return cls(
+            file_id=entry.prop("oc:fileid") or "",
+            path=below.rstrip("/") or "/",
+            etag=strip_etag(entry.prop("d:getetag")),
+            modified=http_date_to_ts(entry.prop("d:getlastmodified")),
+            mime=entry.prop("d:getcontenttype") or "",
+            size=int(entry.prop("oc:size") or 0),
+            tags=tuple(entry.prop_list("nc:system-tags")),
+            is_folder=entry.is_collection,
+        )
+
+
+class FilesSource(Source):
+    doc_type = "file"
+
+    async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
+        """Files modified at or after the cursor (all files when full or without one).
+
+        ``>=`` rather than ``>`` so a file written in the same second as the last listing is not
+        missed; re-listing an unchanged file costs nothing as its etag is unchanged. The cursor is
+        the newest modification time seen, capped at the local clock so one file with a future
+        mtime cannot stall incremental listings. Uploads that keep an old mtime (desktop clients)
+        are caught by webhooks and by full reconciliation, not by this listing.
+        """
+        since = 0 if full or not cursor else int(cursor)
+        where = f"<d:gte>{prop_xml(['d:getlastmodified'])}<d:literal>{since}</d:literal></d:gte>"
+        files = await self._search(nc, user, where)
+        newest = max([since, *(info.modified for info in files)])
+        return Listing(
+            items={info.file_id: info.etag for info in files if self._exclusion(info) is None},
+            complete=since == 0,
+            cursor=str(min(newest, int(time.time()))),
+        )
+
+    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+        """Read the metadata, decide without downloading when possible, then download and extract."""
+        info = await self._lookup(nc, user, source_id)
+        reason = self._exclusion(info)
+        if reason is None and info.size > self.options.max_file_size:
+            reason = f"too large: {info.size} bytes, the limit is {self.options.max_file_size}"
+        if reason:
+            return Skipped(self.doc_type, source_id, reason, version=info.etag)
+        response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
+        version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
+        try:  # a thread that overruns finishes on its own: extract_text caps pages, characters and time
+            text = await asyncio.wait_for(
+                asyncio.to_thread(extract_text, response.content, info.mime, info.name), EXTRACT_SECONDS * 2
+            )
+        except UnsupportedContent as exc:
+            return Skipped(self.doc_type, source_id, exc.reason, version=version)
+        except TimeoutError:
+            return Skipped(self.doc_type, source_id, "text extraction took too long", version=version)
+        return SourceDocument(
+            doc_type=self.doc_type,
+            source_id=source_id,
+            title=info.name,
+            text=compose_text(f"File: {info.name}", [("Path", info.path)], text),
+            modified=info.modified,
+            version=version,
+            link=f"/f/{source_id}",
+            location=info.path,
+            extra={"mime": info.mime, "size": str(info.size)},
+        )
+
+    async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
+        """One SEARCH by file id: files the user cannot see (any more) are simply not found."""
+        return await is_readable(self._lookup(nc, user, source_id))
+
+    def _exclusion(self, info: _FileInfo) -> str | None:
+        """Why a file is not a document of this source, or None when it is."""
+        options = self.options
+        if info.is_folder:
+            return "folder"
+        if is_note_path(info.path, options.notes_folder):
+            return "a note (indexed by the notes source)"
+        for pattern in options.excluded_paths:
+            if fnmatchcase(info.path, pattern) or fnmatchcase(info.path.lstrip("/"), pattern):
+                return f"excluded by the path pattern {pattern!r}"
+        if options.excluded_tag and options.excluded_tag.casefold() in (tag.casefold() for tag in info.tags):
+            return f"tagged {options.excluded_tag!r}"
+        try:
+            content_kind(info.mime, info.name)
+        except UnsupportedContent as exc:
+            return exc.reason
+        return None
+
+    async def _lookup(self, nc: NextcloudClient, user: str, file_id: str) -> _FileInfo:
+        """Find a file by id (DAV paths are by name); NotFound when the user cannot see it."""
+        if file_id.isdigit():
+            where = f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>"
+            for info in await self._search(nc, user, where):
+                if info.file_id == file_id:
+                    return info
+        raise NotFound(f"file {file_id} not found for {user!r}", 404)
+
+    async def _search(self, nc: NextcloudClient, user: str, where: str) -> list[_FileInfo]:
+        """One basicsearch over the user's whole tree (shares included), returning what ``_PROPS`` says."""
+        scope = f"<d:scope><d:href>/files/{quote(user)}</d:href><d:depth>infinity</d:depth></d:scope>"
+        body = dav_body(
+            "d:searchrequest",
+            f"<d:basicsearch><d:select>{prop_xml(_PROPS)}</d:select><d:from>{scope}</d:from>"
+            f"<d:where>{where}</d:where><d:orderby/></d:basicsearch>",
+        )
+        entries, _ = await nc.dav(user, "SEARCH", "/remote.php/dav/", body, depth=None)
+        return [_FileInfo.from_entry(entry, user) for entry in entries if entry.status == 200]

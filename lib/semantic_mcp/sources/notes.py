@@ -1,0 +1,69 @@
+"""Notes (the Notes app): listed and fetched through its JSON API, one document per note.
+
+A note is a Markdown file in the user's notes folder and its id is that file's id, so the files
+source leaves the notes folder alone and file webhooks on it are routed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..documents import SourceDocument, Skipped
+from ..nextcloud import NextcloudClient, http_date_to_ts
+from .base import Listing, Source, compose_text, is_readable
+
+NOTES_API = "/index.php/apps/notes/api/v1/notes"
+_JSON = {"Accept": "application/json"}
+
+
+class NotesSource(Source):
+    doc_type = "note"
+
+    async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
+        """List every note; with a cursor, notes unchanged since then come back as ``{id}`` stubs.
+
+        The listing is always complete: stubs still name the notes that exist. The cursor is the
+        response's ``Last-Modified`` (the server's clock when it built the list), because Notes
+        prunes by the time *it* last saw a note change, not by the file's mtime, which a sync
+        client may have set to any date. The newest ``modified`` is the fallback.
+        """
+        params = {"exclude": "content"}  # only ids and etags are needed here; fetch reads the text
+        if cursor and not full:
+            params["pruneBefore"] = cursor
+        response = await nc.request(user, "GET", NOTES_API, headers=_JSON, params=params)
+        notes: list[dict[str, Any]] = response.json()
+        newest = http_date_to_ts(response.headers.get("Last-Modified")) or max(
+            [int(cursor or 0), *(note.get("modified", 0) for note in notes)]
+        )
+        return Listing(
+            items={str(note["id"]): note.get("etag") for note in notes},
+            complete=True,
+            cursor=str(newest),
+        )
+
+    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+        note = await self._get(nc, user, source_id)
+        if note.get("error"):
+            reason = f"Notes cannot read this note: {note.get('errorType') or 'error'}"
+            return Skipped(self.doc_type, source_id, reason, version=note.get("etag") or "")
+        title = note.get("title") or "(untitled note)"
+        category = note.get("category") or ""
+        return SourceDocument(
+            doc_type=self.doc_type,
+            source_id=source_id,
+            title=title,
+            text=compose_text(f"Note: {title}", [("Category", category)], note.get("content") or ""),
+            modified=int(note.get("modified") or 0),
+            version=note.get("etag") or "",
+            link=f"/apps/notes/note/{source_id}",
+            location=category,
+        )
+
+    async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
+        """One small request: another user's note (or a deleted one) answers 404."""
+        return await is_readable(self._get(nc, user, source_id, exclude="content"))
+
+    async def _get(self, nc: NextcloudClient, user: str, source_id: str, *, exclude: str = "") -> dict[str, Any]:
+        params = {"exclude": exclude} if exclude else None
+        response = await nc.request(user, "GET", f"{NOTES_API}/{source_id}", headers=_JSON, params=params)
+        return response.json()
