@@ -84,7 +84,7 @@ def create_app() -> FastAPI:
     nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for)
 
     async def list_users() -> list[str]:
-        return await AsyncNextcloudApp().users.get_list()
+        return await AsyncNextcloudApp().users_list()
 
     engine = Engine(
         deployment, nc_client, lambda: SETTINGS.current, list_users,
@@ -131,7 +131,7 @@ def create_app() -> FastAPI:
 
     @app.post("/init")
     async def init(background: BackgroundTasks) -> JSONResponse:
-        background.add_task(_initial_backfill, engine)
+        background.add_task(_prepare, engine)
         return JSONResponse({})
 
     @app.post(WEBHOOK_PATH)
@@ -149,23 +149,19 @@ def create_app() -> FastAPI:
     return app
 
 
-async def _initial_backfill(engine: Engine) -> None:
+async def _prepare(engine: Engine) -> None:
     nc = AsyncNextcloudApp()
 
     async def progress(percent: int, message: str) -> None:
-        log.info("Initial indexing: %d%% %s", percent, message)
-        with contextlib.suppress(NextcloudException):
-            await nc.set_init_status(percent)
+        log.info("Init: %d%% %s", percent, message)
+        await nc.set_init_status(percent)
 
     try:
-        await SETTINGS.refresh(nc)
-    except Exception as exc:  # settings are optional at first start: defaults apply
-        log.info("Admin settings not readable yet (%s); using defaults", exc)
-    try:
-        await engine.backfill(progress)
+        await engine.prepare(progress)
     except Exception as exc:
-        log.exception("Initial indexing failed")
-        await nc.set_init_status(0, f"Initial indexing failed: {exc}")
+        log.exception("Init failed")
+        with contextlib.suppress(NextcloudException):
+            await nc.set_init_status(0, f"Semantic MCP could not start: {exc}")
 
 
 async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
@@ -189,7 +185,9 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
             deck_ok = False
     if not deck_ok:
         log.info("Deck card events are not webhook-compatible on this server (Deck < 1.18): polling Deck instead")
-    engine.request_reconcile()
+    with contextlib.suppress(Exception):
+        await SETTINGS.refresh(nc)
+    engine.start_backfill()
     if problems:
         log.error("Enabling finished with problems: %s", "; ".join(problems))
         return "Semantic MCP could not register: " + "; ".join(problems) + ". Is webhook_listeners enabled?"

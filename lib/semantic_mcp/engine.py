@@ -76,7 +76,8 @@ class Engine:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()
-        self.backfill_progress: int | None = None
+        self._backfill: asyncio.Task[None] | None = None
+        self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
 
     # --- components that follow the admin settings ------------------------------------------
 
@@ -201,21 +202,40 @@ class Engine:
         self.state.set_meta("last_reconcile", str(time.time()))
         return queued
 
-    async def backfill(self, progress: Progress) -> None:
-        """First full pass for every enabled user, reporting real progress (listing, then indexing)."""
-        users = await self.users()
-        await progress(1, f"listing content of {len(users)} user(s)")
-        for i, user in enumerate(users, 1):
-            await self.reconcile_user(user, force_full=True)
-            await progress(1 + int(9 * i / max(len(users), 1)), f"listed {user}")
-        total = max(self.state.pending_count(), 1)
-        while (pending := self.state.pending_count()) > 0:
-            done = total - pending
-            self.backfill_progress = 10 + int(89 * done / total)
-            await progress(self.backfill_progress, f"indexed {done} of {total} item(s)")
-            await asyncio.sleep(1.0)
-        self.backfill_progress = 100
+    async def prepare(self, progress: Progress) -> None:
+        """Local start-up work with real progress: what AppAPI's /init may do.
+
+        AppAPI refuses every request an ExApp makes to Nextcloud until the app is enabled (only
+        the init-status call is exempt), so content cannot be read here; the first indexing pass
+        starts when the app is enabled (:meth:`start_backfill`).
+        """
+        await progress(10, "opening the index state")
+        await progress(20, "loading the embedding model")
+        embedder = await asyncio.to_thread(self.embedder)
+        await progress(70, f"embedding model {embedder.model_id} ready ({embedder.dim} dimensions)")
+        await asyncio.to_thread(self.store)
+        await progress(90, "vector store ready")
         await progress(100, "")
+
+    def start_backfill(self) -> None:
+        """Index every enabled user's content in the background (a full pass; unchanged items are skipped)."""
+        if self._backfill is None or self._backfill.done():
+            self._backfill = asyncio.create_task(self._run_backfill(), name="backfill")
+
+    async def _run_backfill(self) -> None:
+        try:
+            users = await self.users()
+            log.info("Indexing pass started for %d user(s)", len(users))
+            for user in users:
+                await self.reconcile_user(user, force_full=True)
+            total = max(self.state.pending_count(), 1)
+            while (pending := self.state.pending_count()) > 0:
+                self.backfill_progress = int(100 * (total - pending) / total)
+                await asyncio.sleep(1.0)
+            self.backfill_progress = 100
+            log.info("Indexing pass finished: %d item(s) processed", total)
+        except Exception:
+            log.exception("Indexing pass failed; reconciliation will retry")
 
     async def _reconcile_loop(self) -> None:
         """Reconcile every interval; the interval is re-read while waiting, so a new setting applies now."""
@@ -247,6 +267,8 @@ class Engine:
             ]
 
     async def stop(self) -> None:
+        if self._backfill is not None:
+            self._tasks.append(self._backfill)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -1,0 +1,588 @@
+"""Deck: boards, stacks, cards, labels and sharing through ACLs, with Deck 1.16's REST API.
+
+Deck publishes no webhook events on Nextcloud 32 (its card events are rejected by
+webhook_listeners), so apps must poll; ``State.deck_webhooks_supported`` simulates Deck 1.18,
+which adds them. Deck also exposes each board as a read-only CalDAV calendar of its cards' due
+dates (``app-generated--deck--board-N``); :meth:`Deck.calendar` builds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .auth import requires_user
+from .groupware import Collection, DavObject
+from .responses import JsonError, json_response, php_json, random_request_id, request_params
+
+if TYPE_CHECKING:
+    from .state import State
+
+DEFAULT_LABELS = (("Finished", "31CC7C"), ("To review", "317CCC"), ("Action needed", "FF7A66"), ("Later", "F1DB50"))
+DENIED = JsonError(403, {"status": 403, "message": "Permission denied"})
+DECK_EVENT = "OCA\\Deck\\Event\\"
+CALENDAR_ID_OFFSET = 100_000
+
+
+def _etag(last_modified: int) -> str:
+    return hashlib.md5(str(last_modified).encode()).hexdigest()
+
+
+def _iso(value: str | None) -> str | None:
+    """Deck answers dates as ``2026-12-31T12:00:00+00:00``."""
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(str(value))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).isoformat()
+
+
+@dataclass
+class Label:
+    id: int
+    title: str
+    color: str
+    board_id: int
+
+
+@dataclass
+class Acl:
+    id: int
+    board_id: int
+    participant: str
+    edit: bool = False
+    share: bool = False
+    manage: bool = False
+
+
+@dataclass
+class Board:
+    id: int
+    title: str
+    owner: str
+    color: str
+    last_modified: int
+    archived: bool = False
+    deleted_at: int = 0
+    labels: list[Label] = field(default_factory=list)
+    acl: list[Acl] = field(default_factory=list)
+
+
+@dataclass
+class Stack:
+    id: int
+    title: str
+    board_id: int
+    order: int
+    last_modified: int
+    deleted_at: int = 0
+
+
+@dataclass
+class Card:
+    id: int
+    title: str
+    stack_id: int
+    owner: str
+    created_at: int
+    last_modified: int
+    description: str = ""
+    type: str = "plain"
+    order: int = 999
+    duedate: str | None = None
+    archived: bool = False
+    done: str | None = None
+    deleted_at: int = 0
+    labels: list[int] = field(default_factory=list)
+
+
+class Deck:
+    """All boards. Callers hold the state lock."""
+
+    def __init__(self, state: State) -> None:
+        self._state = state
+        self._ids = {kind: itertools.count(1) for kind in ("board", "stack", "card", "label", "acl")}
+        self.boards: dict[int, Board] = {}
+        self.stacks: dict[int, Stack] = {}
+        self.cards: dict[int, Card] = {}
+
+    # ---- model ---------------------------------------------------------------------------
+
+    def permissions(self, uid: str, board: Board) -> dict[str, bool] | None:
+        if board.owner == uid:
+            return {
+                "PERMISSION_READ": True,
+                "PERMISSION_EDIT": True,
+                "PERMISSION_MANAGE": True,
+                "PERMISSION_SHARE": True,
+            }
+        acl = next((a for a in board.acl if a.participant == uid), None)
+        if acl is None:
+            return None
+        return {
+            "PERMISSION_READ": True,
+            "PERMISSION_EDIT": acl.edit,
+            "PERMISSION_MANAGE": acl.manage,
+            "PERMISSION_SHARE": acl.share,
+        }
+
+    def visible_boards(self, uid: str) -> list[Board]:
+        return [b for b in self.boards.values() if self.permissions(uid, b) is not None]
+
+    def board_for(self, uid: str, board_id: int, need: str = "PERMISSION_READ") -> Board:
+        board = self.boards.get(board_id)
+        perms = self.permissions(uid, board) if board else None
+        if board is None or perms is None or not perms[need] or board.deleted_at:
+            raise DENIED
+        return board
+
+    def card_for(self, uid: str, card_id: int, need: str = "PERMISSION_READ", allow_deleted: bool = False) -> Card:
+        """Like Deck, the board in the URL is ignored: access follows the card's own board."""
+        card = self.cards.get(card_id)
+        if card is None:
+            raise DENIED
+        self.board_for(uid, self.stacks[card.stack_id].board_id, need)
+        if card.deleted_at and not allow_deleted:
+            raise JsonError(403, {"status": 403, "message": "Card is deleted"})
+        return card
+
+    def stack_for(self, uid: str, stack_id: int, need: str = "PERMISSION_READ") -> Stack:
+        stack = self.stacks.get(stack_id)
+        if stack is None:
+            raise DENIED
+        self.board_for(uid, stack.board_id, need)
+        return stack
+
+    def create_board(self, owner: str, title: str, color: str = "0082c9") -> Board:
+        board = Board(next(self._ids["board"]), title, owner, color, int(time.time()))
+        board.labels = [Label(next(self._ids["label"]), t, c, board.id) for t, c in DEFAULT_LABELS]
+        self.boards[board.id] = board
+        return board
+
+    def update_board(self, board: Board, **fields: Any) -> Board:
+        for key, value in fields.items():
+            setattr(board, key, value)
+        self._touch(board=board)
+        return board
+
+    def add_acl(
+        self, board: Board, participant: str, edit: bool = False, share: bool = False, manage: bool = False
+    ) -> Acl:
+        acl = Acl(next(self._ids["acl"]), board.id, participant, edit, share, manage)
+        board.acl.append(acl)
+        self._touch(board=board)
+        return acl
+
+    def create_stack(self, board: Board, title: str, order: int = 0) -> Stack:
+        stack = Stack(next(self._ids["stack"]), title, board.id, order, int(time.time()))
+        self.stacks[stack.id] = stack
+        self._touch(board=board)
+        return stack
+
+    def create_card(self, actor: str, stack: Stack, title: str, **fields: Any) -> Card:
+        now = int(time.time())
+        card = Card(next(self._ids["card"]), title, stack.id, actor, now, now)
+        self._apply(card, fields)
+        self.cards[card.id] = card
+        self._touch(card=card)
+        self._card_event("CardCreatedEvent", actor, card)
+        return card
+
+    def update_card(self, actor: str, card: Card, **fields: Any) -> Card:
+        self._apply(card, fields)
+        self._touch(card=card)
+        self._card_event("CardUpdatedEvent", actor, card)
+        return card
+
+    def delete_card(self, actor: str, card: Card) -> Card:
+        card.deleted_at = int(time.time())
+        self._touch(card=card)
+        self._card_event("CardDeletedEvent", actor, card)
+        return card
+
+    def set_label(self, actor: str, card: Card, label_id: int, assigned: bool) -> None:
+        board = self.boards[self.stacks[card.stack_id].board_id]
+        if not any(label.id == label_id for label in board.labels):
+            raise DENIED
+        if assigned and label_id not in card.labels:
+            card.labels.append(label_id)
+        if not assigned and label_id in card.labels:
+            card.labels.remove(label_id)
+        self.update_card(actor, card)
+
+    @staticmethod
+    def _apply(card: Card, fields: dict[str, Any]) -> None:
+        for key, value in fields.items():
+            if key == "duedate":
+                value = _iso(value)
+            setattr(card, key, value)
+
+    def _touch(self, card: Card | None = None, board: Board | None = None) -> None:
+        now = int(time.time())
+        if card is not None:
+            card.last_modified = now
+            stack = self.stacks[card.stack_id]
+            stack.last_modified = now
+            board = self.boards[stack.board_id]
+        if board is not None:
+            board.last_modified = now
+
+    def _card_event(self, name: str, actor: str, card: Card) -> None:
+        if self._state.deck_webhooks_supported:
+            self._state.emit(DECK_EVENT + name, actor, {"class": DECK_EVENT + name, "card": self.card_json(card)})
+
+    # ---- JSON as Deck serializes it --------------------------------------------------------
+
+    def user_json(self, uid: str) -> dict:
+        return {"primaryKey": uid, "uid": uid, "displayname": self._state.display_name(uid), "type": 0}
+
+    @staticmethod
+    def label_json(label: Label, card_id: int | None = None) -> dict:
+        return {
+            "id": label.id,
+            "title": label.title,
+            "color": label.color,
+            "boardId": label.board_id,
+            "cardId": card_id,
+            "lastModified": 0,
+            "ETag": _etag(0),
+        }
+
+    def card_json(self, card: Card, attachments: list | None = None) -> dict:
+        board = self.boards[self.stacks[card.stack_id].board_id]
+        labels = [self.label_json(lb, card.id) for lb in board.labels if lb.id in card.labels]
+        return {
+            "id": card.id,
+            "title": card.title,
+            "description": card.description,
+            "stackId": card.stack_id,
+            "type": card.type,
+            "lastModified": card.last_modified,
+            "lastEditor": None,
+            "createdAt": card.created_at,
+            "labels": labels,
+            "assignedUsers": [],
+            "attachments": attachments,
+            "attachmentCount": 0,
+            "owner": self.user_json(card.owner),
+            "order": card.order,
+            "archived": card.archived,
+            "done": card.done,
+            "duedate": card.duedate,
+            "deletedAt": card.deleted_at,
+            "commentsUnread": 0,
+            "commentsCount": 0,
+            "ETag": _etag(card.last_modified),
+            "overdue": self._overdue(card),
+            "referenceData": None,
+        }
+
+    @staticmethod
+    def _overdue(card: Card) -> int:
+        if not card.duedate:
+            return 0
+        due = datetime.fromisoformat(card.duedate)
+        now = datetime.now(UTC)
+        if due < now:
+            return 3
+        days = (due.date() - now.date()).days
+        return 2 if days == 0 else 1 if days == 1 else 0
+
+    def live_cards(self, stack: Stack) -> list[Card]:
+        cards = [c for c in self.cards.values() if c.stack_id == stack.id and not c.deleted_at]
+        return sorted(cards, key=lambda c: (c.order, c.id))
+
+    def stack_json(self, stack: Stack, with_cards: bool) -> dict:
+        data: dict[str, Any] = {
+            "id": stack.id,
+            "title": stack.title,
+            "boardId": stack.board_id,
+            "deletedAt": stack.deleted_at,
+            "lastModified": stack.last_modified,
+        }
+        if with_cards:
+            data["cards"] = [self.card_json(c) for c in self.live_cards(stack)]
+        data.update(order=stack.order, ETag=_etag(stack.last_modified))
+        return data
+
+    def board_stacks(self, board: Board) -> list[Stack]:
+        stacks = [s for s in self.stacks.values() if s.board_id == board.id and not s.deleted_at]
+        return sorted(stacks, key=lambda s: (s.order, s.id))
+
+    def board_json(self, board: Board, uid: str, details: bool = True) -> dict:
+        data: dict[str, Any] = {
+            "id": board.id,
+            "title": board.title,
+            "owner": self.user_json(board.owner),
+            "color": board.color,
+            "archived": board.archived,
+            "labels": [self.label_json(lb) for lb in board.labels],
+            "acl": [self.acl_json(a) for a in board.acl],
+            "permissions": self.permissions(uid, board),
+            "users": [self.user_json(u) for u in [board.owner, *(a.participant for a in board.acl)]],
+            "shared": 0 if board.owner == uid else 1,
+        }
+        if details:
+            data["stacks"] = [self.stack_json(s, with_cards=False) for s in self.board_stacks(board)]
+        data.update(
+            activeSessions=[],
+            deletedAt=board.deleted_at,
+            lastModified=board.last_modified,
+            settings={"notify-due": "assigned", "calendar": True},
+            ETag=_etag(board.last_modified),
+        )
+        return data
+
+    def acl_json(self, acl: Acl) -> dict:
+        return {
+            "id": acl.id,
+            "participant": self.user_json(acl.participant),
+            "type": 0,
+            "boardId": acl.board_id,
+            "permissionEdit": acl.edit,
+            "permissionShare": acl.share,
+            "permissionManage": acl.manage,
+            "owner": False,
+        }
+
+    # ---- CalDAV view -----------------------------------------------------------------------
+
+    def calendar(self, uid: str, board: Board) -> Collection:
+        """The board's read-only calendar as ``uid`` sees it: one VTODO per card with a due date."""
+        cal = Collection(
+            CALENDAR_ID_OFFSET + board.id,
+            uid,
+            f"app-generated--deck--board-{board.id}",
+            f"Deck: {board.title}",
+            "deck",
+            ("VTODO",),
+            sync_token=None,
+            read_only=True,
+        )
+        for stack in self.board_stacks(board):
+            for card in self.live_cards(stack):
+                if card.duedate:
+                    uri = f"card-{card.id}.ics"
+                    cal.objects[uri] = DavObject(card.id, uri, self._vtodo(card, stack), card.last_modified)
+        return cal
+
+    @staticmethod
+    def _vtodo(card: Card, stack: Stack) -> str:
+        def text(value: str) -> str:
+            return value.replace("\\", "\\\\").replace("\n", "\\n").replace(",", "\\,").replace(";", "\\;")
+
+        stamp = datetime.fromtimestamp(card.last_modified, UTC).strftime("%Y%m%dT%H%M%SZ")
+        due = datetime.fromisoformat(card.duedate or "").astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        lines = [
+            "BEGIN:VCALENDAR",
+            "VERSION:2.0",
+            "PRODID:-//Sabre//Sabre VObject 4.5.6//EN",
+            "CALSCALE:GREGORIAN",
+            "BEGIN:VTODO",
+            f"UID:deck-card-{card.id}",
+            f"DTSTAMP:{stamp}",
+            f"SUMMARY:{text(card.title)}",
+            f"DESCRIPTION:{text(card.description)}",
+            f"DUE:{due}",
+            f"STATUS:{'COMPLETED' if card.done else 'NEEDS-ACTION'}",
+            f"RELATED-TO:deck-stack-{stack.id}",
+            f"CATEGORIES:{text(stack.title)}",
+            "END:VTODO",
+            "END:VCALENDAR",
+        ]
+        return "\r\n".join(lines) + "\r\n"
+
+
+# ---- routes ---------------------------------------------------------------------------------
+
+
+def _answer(data: Any, uid: str, etag: str | None = None) -> Response:
+    headers = {"X-User-Id": uid}
+    if etag:
+        headers["ETag"] = f'"{etag}"'
+    return json_response(data, headers=headers)
+
+
+def _flag(value: Any) -> bool:
+    return value in (True, 1, "1", "true", "True")
+
+
+@requires_user
+async def boards(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    if request.method == "POST":
+        params = await request_params(request)
+        if not params.get("title"):
+            raise JsonError(400, {"status": 400, "message": "title must be provided"})
+        with nc.lock:
+            board = nc.deck.create_board(uid, params["title"], params.get("color", "0082c9"))
+            return _answer(nc.deck.board_json(board, uid), uid)
+    if "if-modified-since" in request.headers:
+        request_id = random_request_id()
+        raise JsonError(
+            500,
+            {
+                "status": 500,
+                "message": "Internal server error: Please contact the server administrator if this error "
+                f'reappears multiple times, please include the request ID "{request_id}" below in your report.',
+                "requestId": request_id,
+            },
+        )
+    details = _flag(request.query_params.get("details"))
+    with nc.lock:
+        data = [nc.deck.board_json(b, uid, details) for b in nc.deck.visible_boards(uid)]
+    return _answer(data, uid, hashlib.md5(php_json(data)).hexdigest())
+
+
+@requires_user
+async def board(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    board_id = request.path_params["board_id"]
+    with nc.lock:
+        if request.method == "GET":
+            b = nc.deck.board_for(uid, board_id)
+            return _answer(nc.deck.board_json(b, uid), uid, _etag(b.last_modified))
+        b = nc.deck.board_for(uid, board_id, "PERMISSION_MANAGE")
+    params = await request_params(request)
+    with nc.lock:
+        if request.method == "DELETE":
+            nc.deck.update_board(b, deleted_at=int(time.time()))
+        else:
+            fields = {k: params[k] for k in ("title", "color") if k in params}
+            nc.deck.update_board(b, archived=_flag(params.get("archived", b.archived)), **fields)
+        return _answer(nc.deck.board_json(b, uid), uid)
+
+
+@requires_user
+async def acl(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    params = await request_params(request)
+    with nc.lock:
+        b = nc.deck.board_for(uid, request.path_params["board_id"], "PERMISSION_SHARE")
+        if request.method == "DELETE":
+            entry = next((a for a in b.acl if a.id == request.path_params["acl_id"]), None)
+            if entry is None:
+                raise DENIED
+            b.acl.remove(entry)
+            return _answer(nc.deck.acl_json(entry), uid)
+        participant = params.get("participant", "")
+        if participant not in nc.users:
+            raise JsonError(400, {"status": 400, "message": "participant must be provided"})
+        entry = nc.deck.add_acl(
+            b,
+            participant,
+            _flag(params.get("permissionEdit")),
+            _flag(params.get("permissionShare")),
+            _flag(params.get("permissionManage")),
+        )
+        return _answer(nc.deck.acl_json(entry), uid)
+
+
+@requires_user
+async def stacks(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    params = await request_params(request)
+    with nc.lock:
+        if request.method == "POST":
+            b = nc.deck.board_for(uid, request.path_params["board_id"], "PERMISSION_MANAGE")
+            if not params.get("title"):
+                raise JsonError(400, {"status": 400, "message": "title must be provided"})
+            stack = nc.deck.create_stack(b, params["title"], int(params.get("order", 0)))
+            return _answer(nc.deck.stack_json(stack, with_cards=False), uid)
+        b = nc.deck.board_for(uid, request.path_params["board_id"])
+        return _answer([nc.deck.stack_json(s, with_cards=True) for s in nc.deck.board_stacks(b)], uid)
+
+
+@requires_user
+async def stack(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    with nc.lock:
+        s = nc.deck.stack_for(uid, request.path_params["stack_id"])
+        return _answer(nc.deck.stack_json(s, with_cards=True), uid)
+
+
+@requires_user
+async def cards(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    params = await request_params(request)
+    if not params.get("title"):
+        raise JsonError(400, {"status": 400, "message": "title must be provided"})
+    with nc.lock:
+        s = nc.deck.stack_for(uid, request.path_params["stack_id"], "PERMISSION_EDIT")
+        c = nc.deck.create_card(
+            uid,
+            s,
+            params["title"],
+            type=params.get("type", "plain"),
+            order=int(params.get("order", 999)),
+            description=params.get("description") or "",
+            duedate=params.get("duedate"),
+        )
+        return _answer(nc.deck.card_json(c, attachments=[]), uid)
+
+
+@requires_user
+async def card(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    card_id = request.path_params["card_id"]
+    if request.method == "GET":
+        with nc.lock:
+            c = nc.deck.card_for(uid, card_id, allow_deleted=True)
+            return _answer(nc.deck.card_json(c, attachments=[]), uid, _etag(c.last_modified))
+    params = await request_params(request)
+    with nc.lock:
+        c = nc.deck.card_for(uid, card_id, "PERMISSION_EDIT")
+        if request.method == "DELETE":
+            nc.deck.delete_card(uid, c)
+        else:
+            for required in ("title", "type", "owner"):
+                if not params.get(required):
+                    raise JsonError(400, {"status": 400, "message": f"{required} must be provided"})
+            nc.deck.update_card(
+                uid,
+                c,
+                title=params["title"],
+                type=params["type"],
+                owner=params["owner"],
+                description=params.get("description") or "",
+                order=int(params.get("order", 0)),
+                duedate=params.get("duedate"),
+                archived=_flag(params.get("archived", c.archived)),
+                done=_iso(params.get("done")),
+            )
+        return _answer(nc.deck.card_json(c, attachments=[]), uid)
+
+
+@requires_user
+async def card_label(request: Request) -> Response:
+    nc, uid = request.app.state.nc, request.state.user
+    params = await request_params(request)
+    with nc.lock:
+        c = nc.deck.card_for(uid, request.path_params["card_id"], "PERMISSION_EDIT")
+        nc.deck.set_label(uid, c, int(params.get("labelId", 0)), request.url.path.endswith("/assignLabel"))
+        return _answer(nc.deck.card_json(c, attachments=[]), uid)
+
+
+_BASE = "/apps/deck/api/v{version}/boards"
+_CARDS = _BASE + "/{board_id:int}/stacks/{stack_id:int}/cards"
+ROUTES = [
+    Route(_BASE, boards, methods=["GET", "POST"]),
+    Route(_BASE + "/{board_id:int}", board, methods=["GET", "PUT", "DELETE"]),
+    Route(_BASE + "/{board_id:int}/acl", acl, methods=["POST"]),
+    Route(_BASE + "/{board_id:int}/acl/{acl_id:int}", acl, methods=["DELETE"]),
+    Route(_BASE + "/{board_id:int}/stacks", stacks, methods=["GET", "POST"]),
+    Route(_BASE + "/{board_id:int}/stacks/{stack_id:int}", stack, methods=["GET"]),
+    Route(_CARDS, cards, methods=["POST"]),
+    Route(_CARDS + "/{card_id:int}", card, methods=["GET", "PUT", "DELETE"]),
+    Route(_CARDS + "/{card_id:int}/assignLabel", card_label, methods=["PUT"]),
+    Route(_CARDS + "/{card_id:int}/removeLabel", card_label, methods=["PUT"]),
+]

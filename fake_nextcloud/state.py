@@ -1,0 +1,72 @@
+"""The fake server's whole in-memory world, guarded by one lock.
+
+Route handlers run on the server's event loop and test code calls in from other threads, so
+every read or change of the model happens under :attr:`State.lock` (never held across an
+``await``). Changes emit events through :meth:`State.emit`, which hands them to webhooks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .deck import Deck
+from .files import FileStore
+from .groupware import Groupware
+from .notes import Notes
+from .webhooks import Webhooks
+
+if TYPE_CHECKING:
+    from .appapi import ExApp
+
+
+@dataclass
+class User:
+    uid: str
+    display_name: str
+    password: str
+    admin: bool = False
+    email: str | None = None
+
+
+class State:
+    def __init__(self, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = False) -> None:
+        self.lock = threading.RLock()
+        self.base_url = ""
+        self.users: dict[str, User] = {}
+        self.apps: dict[str, ExApp] = {}
+        self.deck_webhooks_supported = deck_webhooks_supported
+        file_ids = itertools.count(1)
+        self.webhooks = Webhooks(self, delay=webhook_delay)
+        self.files = FileStore(self.emit, lambda: next(file_ids))
+        self.groupware = Groupware(self.emit, self.display_name)
+        self.deck = Deck(self)
+        self.notes = Notes(self)
+
+    def add_user(
+        self,
+        uid: str,
+        display_name: str | None = None,
+        password: str | None = None,
+        admin: bool = False,
+        email: str | None = None,
+    ) -> User:
+        """Create a user with a home folder, a ``personal`` calendar and a ``contacts`` address book,
+        as a real server does at the user's first web login."""
+        with self.lock:
+            user = User(uid, display_name or uid, password or f"{uid}-app-password", admin, email)
+            self.users[uid] = user
+            self.files.ensure_home(uid)
+            self.groupware.create_calendar(uid, "personal", "Personal")
+            self.groupware.create_calendar(uid, "contact_birthdays", "Contact birthdays", ("VEVENT",))
+            self.groupware.create_addressbook(uid, "contacts", "Contacts")
+            return user
+
+    def display_name(self, uid: str) -> str:
+        user = self.users.get(uid)
+        return user.display_name if user else uid
+
+    def emit(self, event_class: str, actor: str, event: dict) -> None:
+        self.webhooks.dispatch(event_class, actor, event)

@@ -1,0 +1,102 @@
+"""The ExApp as AppAPI and MCP clients see it: lifecycle, signatures, the proxied MCP endpoint."""
+
+from __future__ import annotations
+
+import base64
+
+import httpx
+import pytest
+
+from stack import APP_ID, Stack
+
+
+def test_registration_reported_real_init_progress_and_registered_what_it_needs(stack: Stack) -> None:
+    progress = stack.fake.init_progress(APP_ID)
+    assert progress[-1] == 100
+    assert len(set(progress)) >= 3 and progress == sorted(progress)  # stepwise, not a single jump to 100
+    hooks = [hook for hook in stack.fake.webhooks.hooks.values() if hook.app_id == APP_ID]
+    events = {hook.event.rsplit("\\", 1)[-1] for hook in hooks}
+    assert {"NodeWrittenEvent", "NodeRenamedEvent", "NodeDeletedEvent", "BeforeNodeDeletedEvent",
+            "CalendarObjectCreatedEvent", "CalendarObjectMovedToTrashEvent"} <= events
+    assert not any("Deck" in hook.event for hook in hooks)  # refused with 400 on Deck < 1.18: polled instead
+    assert all(hook.uri.startswith("/") for hook in hooks)  # relative: delivered through AppAPI as the user
+    forms = stack.fake.settings_forms(APP_ID)
+    assert any(form["section_type"] == "admin" for form in forms.values())
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("user", ["alice", "bob"])
+async def test_mcp_through_the_proxy_on_both_protocol_generations(stack: Stack, mode: str, user: str) -> None:
+    async with stack.client(user, mode=mode) as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"nc_semantic_search", "nc_semantic_search_answer", "nc_get_vector_sync_status"} <= tools
+        status = await client.call_tool("nc_get_vector_sync_status", {})
+    assert status.structured_content["user"] == user
+    assert status.structured_content["sources"]["note"]["indexed"] > 0
+
+
+async def test_basic_auth_with_an_app_password_works_too(stack: Stack) -> None:
+    result = await stack.call("bob", "nc_get_vector_sync_status", bearer=False)
+    assert result.structured_content["user"] == "bob"
+
+
+def test_unauthenticated_or_wrong_password_never_reaches_the_app(stack: Stack) -> None:
+    before = stack.fake.proxy_count(APP_ID)
+    assert httpx.post(stack.mcp_url, json={}).status_code == 404
+    wrong = httpx.post(stack.mcp_url, json={}, headers={"Authorization": "Bearer not-a-password"})
+    assert wrong.status_code in (401, 404)
+    assert stack.fake.proxy_count(APP_ID) == before
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"authorization-app-api": base64.b64encode(b"alice:wrong-secret").decode(), "ex-app-id": APP_ID,
+         "ex-app-version": "0.1.0"},
+        {"authorization-app-api": "not base64!", "ex-app-id": APP_ID, "ex-app-version": "0.1.0"},
+        {"authorization-app-api": base64.b64encode(b"alice").decode(), "ex-app-id": APP_ID},
+    ],
+    ids=["missing", "wrong-secret", "garbage", "no-secret"],
+)
+@pytest.mark.parametrize("path", ["/mcp", "/init", "/webhooks/nextcloud"])
+def test_forged_or_missing_appapi_headers_are_rejected(stack: Stack, headers: dict, path: str) -> None:
+    response = httpx.post(f"{stack.exapp.url}{path}", headers=headers, json={})
+    assert response.status_code == 401
+    assert stack.exapp.secret not in stack.log()
+
+
+def test_signature_for_another_app_id_is_rejected(stack: Stack) -> None:
+    token = base64.b64encode(f"alice:{stack.exapp.secret}".encode()).decode()
+    response = httpx.put(f"{stack.exapp.url}/enabled?enabled=0",
+                         headers={"authorization-app-api": token, "ex-app-id": "other_app", "ex-app-version": "1"})
+    assert response.status_code == 401
+
+
+def test_heartbeat_is_open_and_mcp_has_no_trailing_slash_redirect(stack: Stack) -> None:
+    assert httpx.get(f"{stack.exapp.url}/heartbeat").json() == {"status": "ok"}
+    response = httpx.post(stack.fake.proxy_url(APP_ID, "mcp/"), headers=stack.fake.auth_headers("alice"), json={})
+    assert response.status_code != 307
+
+
+def test_no_credentials_in_the_logs(stack: Stack) -> None:
+    log = stack.log()
+    for user in ("alice", "bob"):
+        assert stack.fake.password(user) not in log
+    assert stack.exapp.secret not in log
+
+
+def test_disable_and_enable_remove_and_restore_registrations(tmp_path) -> None:
+    own = Stack(tmp_path, profile="minimal").start()
+    try:
+        assert any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
+        own.fake.disable_exapp(APP_ID)
+        assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
+        assert not own.fake.settings_forms(APP_ID)
+        own.fake.enable_exapp(APP_ID)
+        assert any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
+        assert own.fake.settings_forms(APP_ID)
+        own.fake.unregister_exapp(APP_ID)
+        assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
+    finally:
+        own.stop()
