@@ -11,15 +11,20 @@ No ``from __future__ import annotations`` here: the SDK evaluates the tools' ann
 the ``Resolve(...)`` markers name resolvers local to :func:`build_server`.
 """
 
+import hashlib
 import logging
+import time
 from collections.abc import Callable
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime
+from datetime import time as day_time
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp.server.request_state import RequestStateSecurity
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from .config import READ_SCOPE, WRITE_SCOPE
@@ -87,10 +92,10 @@ def _timestamp(value: str | None, *, end_of_day: bool) -> int | None:
     try:
         if len(value) <= 10:
             day = date.fromisoformat(value)
-            return int(datetime.combine(day, time.max if end_of_day else time.min, UTC).timestamp())
+            return int(datetime.combine(day, day_time.max if end_of_day else day_time.min, UTC).timestamp())
         moment = datetime.fromisoformat(value)
     except ValueError as exc:
-        raise ValueError(f"{value!r} is not an ISO 8601 date (YYYY-MM-DD) or date-time") from exc
+        raise ToolError(f"{value!r} is not an ISO 8601 date (YYYY-MM-DD) or date-time") from exc
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
 
 
@@ -136,6 +141,8 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         request_state_security=RequestStateSecurity(keys=[state_key], bind_principal=bind_principal),
         middleware=[ScopeGuard(principal_of)],
     )
+    # Outermost, so it sees the sealed token exactly as the client sent it.
+    mcp.middleware.insert(0, ReplayGuard())
     gates = engine.gates
 
     # --- resolvers: each may ask the client's model, then the next step builds on the answer ---
@@ -175,7 +182,8 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
             filters = merge_filters(explicit, derived)
             keywords = parsed.keywords
         key = engine.search.snapshots.key(user, query, limit, score_threshold, filters, keywords)
-        if (pinned := engine.search.snapshots.get(key)) is not None:
+        # A retry round of an input-required call must see the documents its first round saw.
+        if ctx.request_state is not None and (pinned := engine.search.snapshots.get(key)) is not None:
             return pinned
         retrieved = await engine.search.retrieve(
             user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords, depth=limit * 2
@@ -422,6 +430,35 @@ def _method(retrieved: Retrieved, analysis: Any, reranked: bool) -> str:
     if reranked:
         parts.append("re-ranked by the client's model")
     return "; ".join(parts)
+
+
+class ReplayGuard:
+    """Refuses an input-required ``requestState`` that was already used.
+
+    The SDK seals the state (AES-GCM), binds it to the user, tool and arguments and expires it
+    after its TTL; a sealed token is minted fresh every round, so a second use of the same token
+    can only be a replay (a captured request sent again). Remembered for the token's TTL.
+    """
+
+    def __init__(self, ttl: float = 600.0, size: int = 100_000) -> None:
+        self.ttl = ttl
+        self.size = size
+        self._used: dict[str, float] = {}
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        token = (ctx.params or {}).get("requestState") if ctx.method == "tools/call" else None
+        if not isinstance(token, str):
+            return await call_next(ctx)
+        now = time.monotonic()
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        if self._used.get(digest, 0.0) > now:
+            log.warning("Refused a replayed requestState for %s", (ctx.params or {}).get("name"))
+            raise MCPError(code=INVALID_PARAMS, message="Invalid or expired requestState",
+                           data={"reason": "invalid_request_state"})
+        if len(self._used) >= self.size:
+            self._used = {key: until for key, until in self._used.items() if until > now}
+        self._used[digest] = now + self.ttl
+        return await call_next(ctx)
 
 
 class ScopeGuard:

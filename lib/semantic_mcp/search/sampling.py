@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -117,9 +116,32 @@ class SamplingGate:
         return Fallback(reason)
 
 
-# Sessions whose server-initiated requests never reach the client (the buffering PHP proxy).
-# Weak, so a closed session is forgotten with it.
-_no_back_channel: weakref.WeakSet[Any] = weakref.WeakSet()
+class _SessionMemory:
+    """MCP sessions (by ``Mcp-Session-Id``) whose server-initiated requests never reached the client."""
+
+    def __init__(self, ttl: float = 3600.0, size: int = 10_000) -> None:
+        self.ttl = ttl
+        self.size = size
+        self._until: dict[str, float] = {}
+
+    def __contains__(self, session_id: str | None) -> bool:
+        return session_id is not None and self._until.get(session_id, 0.0) > time.monotonic()
+
+    def add(self, session_id: str | None) -> None:
+        if session_id is None:
+            return
+        now = time.monotonic()
+        if len(self._until) >= self.size:
+            self._until = {key: until for key, until in self._until.items() if until > now}
+        self._until[session_id] = now + self.ttl
+
+
+_no_back_channel = _SessionMemory()
+
+
+def _session_id(ctx: Context) -> str | None:
+    headers = ctx.headers
+    return headers.get("mcp-session-id") if headers is not None else None
 
 
 def uses_input_required(ctx: Context) -> bool:
@@ -151,7 +173,7 @@ async def ask(
             "(a client on MCP protocol 2026-07-28, or the HaRP proxy, can)"
         )
     session = ctx.session
-    if session in _no_back_channel:
+    if _session_id(ctx) in _no_back_channel:
         return gate.fallback("this connection did not deliver an earlier sampling request (buffering proxy)")
     gate.metrics.attempts += 1
     started = time.monotonic()
@@ -163,7 +185,7 @@ async def ask(
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
     except TimeoutError:
-        _no_back_channel.add(session)
+        _no_back_channel.add(_session_id(ctx))
         return gate.failure(
             user,
             f"no answer from the client within {legacy_timeout:g}s (a buffering proxy holds server requests; "
