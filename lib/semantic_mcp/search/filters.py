@@ -1,0 +1,77 @@
+"""Search filters, rendered for each place they apply: Chroma ``where``, SQL, and plain Python.
+
+The three renderings say the same thing in the terms of their backend: :meth:`to_chroma_where`
+for the dense leg (everything except the path prefix, which Chroma's metadata filter cannot
+express), :meth:`to_sql` for the keyword leg (everything; column names are the metadata keys),
+and :meth:`matches` to post-filter the dense leg (everything). Bounds are inclusive.
+
+Event bounds apply to ``event_start``: calendar events and deck cards with a due date (which
+have a start and no end) are selected alike. Documents without one never match an event bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..documents import DocType
+
+# (metadata key, operator, field name): the range conditions, shared by every rendering.
+_RANGES: tuple[tuple[str, str, str], ...] = (
+    ("modified", ">=", "modified_after"),
+    ("modified", "<=", "modified_before"),
+    ("event_start", ">=", "event_after"),
+    ("event_start", "<=", "event_before"),
+)
+_CHROMA_OPS = {">=": "$gte", "<=": "$lte"}
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    doc_types: Sequence[DocType] | None = None
+    modified_after: int | None = None  # unix seconds
+    modified_before: int | None = None
+    event_after: int | None = None
+    event_before: int | None = None
+    path_prefix: str | None = None  # plain, case-sensitive prefix of ``location``
+
+    def _ranges(self) -> list[tuple[str, str, int]]:
+        return [(key, op, value) for key, op, name in _RANGES if (value := getattr(self, name)) is not None]
+
+    @property
+    def needs_post_filter(self) -> bool:
+        """True when :meth:`to_chroma_where` leaves a condition out, so dense hits must go through :meth:`matches`."""
+        return bool(self.path_prefix)
+
+    def to_chroma_where(self) -> dict[str, Any] | None:
+        conditions: list[dict[str, Any]] = [{key: {_CHROMA_OPS[op]: value}} for key, op, value in self._ranges()]
+        if self.doc_types:
+            conditions.insert(0, {"doc_type": {"$in": list(self.doc_types)}})
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else {"$and": conditions}
+
+    def to_sql(self) -> tuple[str, list[Any]]:
+        """A boolean SQL expression over columns named like the metadata keys, and its parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.doc_types:
+            clauses.append(f"doc_type IN ({','.join('?' * len(self.doc_types))})")
+            params.extend(self.doc_types)
+        for key, op, value in self._ranges():
+            clauses.append(f"{key} {op} ?")  # NULL (no such metadata) compares as not matching
+            params.append(value)
+        if self.path_prefix:
+            clauses.append("substr(location, 1, ?) = ?")
+            params.extend([len(self.path_prefix), self.path_prefix])
+        return (" AND ".join(clauses) or "1"), params
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        if self.doc_types and metadata.get("doc_type") not in self.doc_types:
+            return False
+        for key, op, value in self._ranges():
+            actual = metadata.get(key)
+            if actual is None or not (actual >= value if op == ">=" else actual <= value):
+                return False
+        return not self.path_prefix or str(metadata.get("location", "")).startswith(self.path_prefix)

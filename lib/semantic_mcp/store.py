@@ -1,0 +1,225 @@
+"""Chunk vectors in Chroma: one collection per user and embedding model.
+
+One collection per user is the isolation boundary (a query can only ever see that user's
+chunks, whatever its filter) and is also what makes search fast: measured with 50,000
+384-d vectors, top-10 took 1.2-1.7 ms p50 in a per-user collection against 34-52 ms with a
+``user_id`` filter on a shared one. The model id is part of the collection name, so
+switching models starts new collections (a re-index) instead of mixing vector spaces.
+
+Embeddings are always passed in: collections are opened with ``embedding_function=None``
+because Chroma's default one downloads a model at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import chromadb
+import numpy as np
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from chromadb.errors import NotFoundError
+
+MetadataValue = str | int | float | bool
+Metadata = dict[str, MetadataValue]
+Where = dict[str, Any]
+
+
+def _settings() -> chromadb.Settings:
+    """Fresh settings per client: Chroma's client constructors modify the object they are given."""
+    return chromadb.Settings(anonymized_telemetry=False)
+
+
+class DimensionMismatch(ValueError):
+    """A collection holds vectors of another size or model than the one in use."""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk as both indexes store it.
+
+    ``chunk_id`` is ``f"{doc_key}#{index}"`` and ``doc_key`` is ``f"{doc_type}:{source_id}"``.
+    ``metadata`` is flat, without None values (Chroma rejects them): doc_type, source_id,
+    title, location, modified, link, version, chunk_index, and event_start/event_end when
+    the document has them. ``doc_key`` is added to it on write, for deletion by document.
+    """
+
+    chunk_id: str
+    doc_key: str
+    text: str
+    metadata: Mapping[str, MetadataValue]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A chunk found by vector search; ``score`` is the cosine similarity (1 - cosine distance),
+    in [-1, 1] and for e5 in practice within about [0.7, 0.95]."""
+
+    chunk_id: str
+    doc_key: str
+    score: float
+    text: str
+    metadata: Metadata
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+
+
+def _hash(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+class VectorStore:
+    """Chroma, embedded (:meth:`embedded`) or a server (:meth:`remote`); synchronous, call it from a thread."""
+
+    def __init__(self, client: ClientAPI, model_id: str, dim: int) -> None:
+        self.client = client
+        self.model_id = model_id
+        self.dim = dim
+        self._collections: dict[str, Collection] = {}
+
+    @classmethod
+    def embedded(cls, path: str | os.PathLike[str], model_id: str, dim: int) -> VectorStore:
+        return cls(chromadb.PersistentClient(path=str(path), settings=_settings()), model_id, dim)
+
+    @classmethod
+    def remote(cls, host: str, port: int, model_id: str, dim: int, ssl: bool = False) -> VectorStore:
+        return cls(chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings()), model_id, dim)
+
+    # --- collections -------------------------------------------------------------------------
+
+    @staticmethod
+    def _user_prefix(user: str) -> str:
+        return f"u{_hash(user, 32)}-"
+
+    def collection_name(self, user: str) -> str:
+        """``u<sha256(user)>-<model slug>-<sha256(model)>``: Chroma-safe whatever the user id,
+        unique per (user, model) and recognisable per user for :meth:`delete_user`."""
+        return f"{self._user_prefix(user)}{_slug(self.model_id)}-{_hash(self.model_id, 8)}"
+
+    def _collection(self, user: str, create: bool) -> Collection | None:
+        name = self.collection_name(user)
+        if name in self._collections:
+            return self._collections[name]
+        if create:
+            collection = self.client.get_or_create_collection(
+                name,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"model_id": self.model_id, "dim": self.dim},
+                embedding_function=None,
+            )
+        else:
+            try:
+                collection = self.client.get_collection(name, embedding_function=None)
+            except NotFoundError:
+                return None
+        meta = collection.metadata or {}
+        if meta.get("dim") != self.dim or meta.get("model_id") != self.model_id:
+            raise DimensionMismatch(
+                f"collection {name} holds {meta.get('model_id')} vectors of dimension {meta.get('dim')}, "
+                f"but the embedder is {self.model_id} with dimension {self.dim}"
+            )
+        self._collections[name] = collection
+        return collection
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def upsert(self, user: str, chunks: Sequence[ChunkRecord], embeddings: np.ndarray) -> None:
+        """Insert or replace chunks by id (the caller removes chunks a shorter version no longer has)."""
+        if len(chunks) != len(embeddings):
+            raise ValueError(f"{len(chunks)} chunks but {len(embeddings)} embeddings")
+        if not chunks:
+            return
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if vectors.shape[1] != self.dim:
+            raise DimensionMismatch(f"embeddings have dimension {vectors.shape[1]}, the store expects {self.dim}")
+        collection = self._collection(user, create=True)
+        assert collection is not None
+        step = self.client.get_max_batch_size()
+        for i in range(0, len(chunks), step):
+            part = chunks[i : i + step]
+            collection.upsert(
+                ids=[c.chunk_id for c in part],
+                embeddings=vectors[i : i + step],
+                documents=[c.text for c in part],
+                metadatas=[{**c.metadata, "doc_key": c.doc_key} for c in part],
+            )
+
+    def delete_doc(self, user: str, doc_key: str) -> None:
+        """Remove every chunk of one document."""
+        if collection := self._collection(user, create=False):
+            collection.delete(where={"doc_key": doc_key})
+
+    def delete_chunks(self, user: str, chunk_ids: Sequence[str]) -> None:
+        if chunk_ids and (collection := self._collection(user, create=False)):
+            collection.delete(ids=list(chunk_ids))
+
+    def delete_user(self, user: str) -> None:
+        """Drop the user's collections for every model, not just the current one."""
+        prefix = self._user_prefix(user)
+        for collection in self.client.list_collections():
+            if collection.name.startswith(prefix):
+                self.client.delete_collection(collection.name)
+                self._collections.pop(collection.name, None)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def query(self, user: str, embedding: np.ndarray, k: int, where: Where | None = None) -> list[Hit]:
+        """The ``k`` nearest chunks of ``user``, best first, among those matching ``where``."""
+        collection = self._collection(user, create=False)
+        if collection is None or k <= 0:
+            return []
+        result = collection.query(
+            query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+            n_results=k,
+            where=where or None,
+            include=["documents", "metadatas", "distances"],
+        )
+        return [
+            Hit(chunk_id, str(meta["doc_key"]), 1.0 - float(distance), text or "", dict(meta))
+            for chunk_id, text, meta, distance in zip(
+                result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0], strict=True
+            )
+        ]
+
+    def get_chunks(self, user: str, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
+        """The stored chunks among ``chunk_ids``, in the order asked (missing ones left out)."""
+        collection = self._collection(user, create=False)
+        if collection is None or not chunk_ids:
+            return []
+        result = collection.get(ids=list(chunk_ids), include=["documents", "metadatas"])
+        found = {
+            chunk_id: ChunkRecord(chunk_id, str(meta["doc_key"]), text or "", dict(meta))
+            for chunk_id, text, meta in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
+        }
+        return [found[i] for i in chunk_ids if i in found]
+
+    def count(self, user: str) -> int:
+        """Chunks stored for ``user``."""
+        collection = self._collection(user, create=False)
+        return collection.count() if collection else 0
+
+    def doc_keys(self, user: str) -> dict[str, str]:
+        """Every indexed document of ``user`` with its indexed version, for reconciliation.
+
+        Reads only first chunks (``chunk_index == 0``): one row per document.
+        """
+        collection = self._collection(user, create=False)
+        if collection is None:
+            return {}
+        keys: dict[str, str] = {}
+        page = 5000
+        offset = 0
+        while True:
+            result = collection.get(where={"chunk_index": 0}, include=["metadatas"], limit=page, offset=offset)
+            for meta in result["metadatas"]:
+                keys[str(meta["doc_key"])] = str(meta.get("version", ""))
+            if len(result["ids"]) < page:
+                return keys
+            offset += page

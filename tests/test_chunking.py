@@ -1,0 +1,65 @@
+"""Chunking: self-describing chunks, within the size budget, deterministic."""
+
+from __future__ import annotations
+
+from semantic_mcp.documents import SourceDocument
+from semantic_mcp.indexing.chunking import _size, chunk_document
+
+
+def doc(text: str, title: str = "Project Atlas") -> SourceDocument:
+    return SourceDocument("note", "7", title, text, 0, "v1", "/apps/notes/note/7")
+
+
+MARKDOWN = "\n\n".join(
+    [
+        "Intro paragraph about the project.",
+        "# Planning",
+        "## Budget",
+        " ".join(f"The budget line {i} covers travel and equipment costs." for i in range(40)),
+        "## Timeline",
+        "Kick-off in March. Review in June.",
+        "```\n# not a heading\ncode()\n```",
+        "# Retrospective",
+        "What went well.",
+    ]
+)
+
+
+def test_every_chunk_starts_with_title_and_heading_path_and_fits() -> None:
+    chunks = chunk_document(doc(MARKDOWN), max_chars=500, overlap=100)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert all(c.text.startswith("Project Atlas") for c in chunks)
+    assert all(_size(c.text) <= 500 for c in chunks)
+    budget = [c.text for c in chunks if "budget line 20 " in c.text]
+    assert budget and all(t.startswith("Project Atlas\nPlanning > Budget\n\n") for t in budget)
+    assert any(
+        "# Retrospective\n\nWhat went well." in c.text for c in chunks
+    )  # a small section joins the previous chunk
+    assert not any("\nnot a heading" in c.text.split("\n\n")[0] for c in chunks)  # fenced code is not a heading
+
+
+def test_overlap_repeats_trailing_sentences_within_a_section() -> None:
+    chunks = chunk_document(doc(MARKDOWN), max_chars=500, overlap=100)
+    budget = [c.text.split("\n\n", 1)[1] for c in chunks if "Budget\n" in c.text]
+    assert len(budget) >= 3
+    last_sentence = budget[0].rsplit(". ", 1)[-1]
+    assert last_sentence in budget[1]
+
+
+def test_deterministic_and_sizes_scale_with_script() -> None:
+    text = "机器学习是人工智能的一个分支。" * 200
+    first, second = chunk_document(doc(text)), chunk_document(doc(text))
+    assert first == second
+    assert all(_size(c.text) <= 1100 for c in first)
+    assert max(len(c.text) for c in first) <= 560  # CJK counts double: ~550 characters a chunk
+
+
+def test_degenerate_inputs() -> None:
+    assert chunk_document(doc("", title="Shopping list")) == chunk_document(doc("   \n", title="Shopping list"))
+    assert [c.text for c in chunk_document(doc("", title="Shopping list"))] == ["Shopping list"]
+    assert chunk_document(doc("", title="")) == []
+    blob = "x" * 5000  # one "word" longer than a chunk is cut, not dropped
+    chunks = chunk_document(doc(blob, title=""))
+    assert "".join(c.text for c in chunks) == blob
+    huge_title = chunk_document(doc("body text", title="T" * 3000), max_chars=600)
+    assert all(_size(c.text) <= 600 for c in huge_title) and "body text" in huge_title[0].text

@@ -1,0 +1,123 @@
+"""Keyword index: hostile queries, per-user isolation, BM25 order, filters in SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from semantic_mcp.keyword import KeywordIndex, fts_query, query_terms
+from semantic_mcp.search.filters import SearchFilters
+from semantic_mcp.store import ChunkRecord
+
+
+def record(doc: str, i: int, text: str, **meta: object) -> ChunkRecord:
+    doc_type, source_id = doc.split(":", 1)
+    base = {
+        "doc_type": doc_type,
+        "source_id": source_id,
+        "title": doc,
+        "location": "",
+        "modified": 100,
+        "chunk_index": i,
+    }
+    return ChunkRecord(f"{doc}#{i}", doc, text, {**base, **meta})
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> KeywordIndex:
+    kw = KeywordIndex(tmp_path / "keyword.db")
+    kw.upsert(
+        "alice",
+        [
+            record("note:1", 0, "Invoice INV-2023-0042 from the plumber, paid in March."),
+            record("note:1", 1, "The plumber fixed the kitchen sink."),
+            record("file:2", 0, "Plumber plumber plumber: three quotes compared.", location="/Work/quotes.md"),
+            record("file:3", 0, "Gardening notes: tomatoes and basil.", location="/Home/garden.md", modified=500),
+            record("calendar_event:c/4", 0, "Dentist appointment", event_start=1000, event_end=2000),
+        ],
+    )
+    kw.upsert("bob", [record("note:9", 0, "Bob's plumber invoice INV-2023-0042 is private.")])
+    yield kw
+    kw.close()
+
+
+HOSTILE = [
+    '"',
+    '""',
+    "*",
+    "NEAR(",
+    "NEAR(a b",
+    "-",
+    "a AND",
+    "OR",
+    "NOT x",
+    "(",
+    ")",
+    "^",
+    ":",
+    "col:val",
+    "'; DROP TABLE x; --",
+    "\\",
+    "{}",
+    "",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_never_raise(index: KeywordIndex, query: str) -> None:
+    assert isinstance(index.search("alice", query, 5), list)
+
+
+def test_operators_are_plain_words() -> None:
+    assert fts_query('plumber AND "sink" NEAR(x*') == '"plumber" OR "and" OR "sink" OR "near" OR "x"'
+    assert fts_query("*** --") is None
+
+
+def test_normalisation_matches_arabic_without_vowel_marks_and_spaces_cjk() -> None:
+    assert query_terms("خَيْرُ إِخْوَتِي") == query_terms("خير اخوتي")
+    assert query_terms("机器学习") == ["机", "器", "学", "习"]
+    assert query_terms("Café") == ["café"]  # the tokenizer's remove_diacritics folds it in the index
+
+
+def test_bm25_order_and_exact_rare_token(index: KeywordIndex) -> None:
+    ranked = [chunk_id for chunk_id, _ in index.search("alice", "plumber", 10)]
+    assert ranked[0] == "file:2#0"  # three occurrences in a short chunk
+    assert set(ranked) == {"file:2#0", "note:1#0", "note:1#1"}
+    assert index.search("alice", "INV-2023-0042", 1)[0][0] == "note:1#0"
+    scores = [score for _, score in index.search("alice", "plumber", 10)]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_users_are_isolated(index: KeywordIndex) -> None:
+    assert [c for c, _ in index.search("bob", "plumber invoice", 10)] == ["note:9#0"]
+    assert all(not c.startswith("note:9") for c, _ in index.search("alice", "Bob private plumber", 10))
+    assert index.search("carol", "plumber", 10) == []
+    index.delete_user("bob")
+    assert index.search("bob", "plumber", 10) == [] and index.count("alice") == 5
+
+
+def test_filters_apply_before_ranking(index: KeywordIndex) -> None:
+    only_files = index.search("alice", "plumber gardening", 10, SearchFilters(doc_types=["file"]))
+    assert {c for c, _ in only_files} == {"file:2#0", "file:3#0"}
+    assert [c for c, _ in index.search("alice", "plumber gardening", 10, SearchFilters(path_prefix="/Home/"))] == [
+        "file:3#0"
+    ]
+    assert [c for c, _ in index.search("alice", "plumber gardening", 10, SearchFilters(modified_after=200))] == [
+        "file:3#0"
+    ]
+    events = SearchFilters(event_after=500, event_before=1500)
+    assert [c for c, _ in index.search("alice", "dentist plumber", 10, events)] == ["calendar_event:c/4#0"]
+    assert index.search("alice", "dentist", 10, SearchFilters(event_after=1500)) == []
+
+
+def test_upsert_replaces_and_deletes(index: KeywordIndex) -> None:
+    index.upsert("alice", [record("note:1", 1, "The electrician replaced the fuse.")])
+    assert [c for c, _ in index.search("alice", "sink", 10)] == []
+    assert [c for c, _ in index.search("alice", "electrician", 10)] == ["note:1#1"]
+    index.delete_chunks("alice", ["note:1#1"])
+    assert index.search("alice", "electrician", 10) == []
+    index.delete_doc("alice", "note:1")
+    assert index.search("alice", "INV-2023-0042", 10) == [] and index.count("alice") == 3
+    index.clear()
+    assert index.count("alice") == 0 and index.search("alice", "plumber", 10) == []

