@@ -14,9 +14,35 @@ import sys
 import time
 from pathlib import Path
 
+import xml.etree.ElementTree as ET
+from typing import Any
+
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+APP_ID = "semantic_mcp"
+_ACCESS_LEVELS = {"PUBLIC": 0, "USER": 1, "ADMIN": 2}
+
+
+def _info_xml() -> ET.Element:
+    return ET.parse(REPO / "appinfo" / "info.xml").getroot()
+
+
+def app_version() -> str:
+    return _info_xml().findtext("version") or "0.0.0"
+
+
+def routes_from_info_xml() -> list[dict[str, Any]]:
+    """The routes exactly as appinfo/info.xml declares them (what an app store install registers)."""
+    return [
+        {
+            "url": route.findtext("url"),
+            "verb": route.findtext("verb"),
+            "access_level": _ACCESS_LEVELS[route.findtext("access_level", "USER")],
+            "headers_to_exclude": route.findtext("headers_to_exclude", "[]"),
+        }
+        for route in _info_xml().iter("route")
+    ]
 
 
 def free_port() -> int:
@@ -31,15 +57,15 @@ class ExAppProcess:
         nextcloud_url: str,
         storage: Path,
         *,
-        app_id: str = "semantic_mcp",
-        version: str = "0.1.0",
+        app_id: str = APP_ID,
+        version: str | None = None,
         secret: str = "test-app-secret-0123456789abcdef",
         port: int | None = None,
         log_path: Path | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
         self.app_id = app_id
-        self.version = version
+        self.version = version or app_version()
         self.secret = secret
         self.port = port or free_port()
         self.storage = storage
@@ -47,7 +73,7 @@ class ExAppProcess:
         self.env = {
             **os.environ,
             "APP_ID": app_id,
-            "APP_VERSION": version,
+            "APP_VERSION": self.version,
             "APP_SECRET": secret,
             "APP_HOST": "127.0.0.1",
             "APP_PORT": str(self.port),

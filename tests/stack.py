@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,30 +20,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from fake_nextcloud import FakeNextcloud, seed
-from fake_nextcloud.exapp_process import REPO, ExAppProcess
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version, routes_from_info_xml
 
-APP_ID = "semantic_mcp"
-ACCESS_LEVELS = {"PUBLIC": 0, "USER": 1, "ADMIN": 2}
 # What a real deployment's proxy forwards: the public Nextcloud name, never 127.0.0.1.
 PUBLIC_HOST = "cloud.example.com"
-
-
-def routes_from_info_xml() -> list[dict[str, Any]]:
-    """The routes exactly as appinfo/info.xml declares them (what the app store install registers)."""
-    root = ET.parse(REPO / "appinfo" / "info.xml").getroot()
-    return [
-        {
-            "url": route.findtext("url"),
-            "verb": route.findtext("verb"),
-            "access_level": ACCESS_LEVELS[route.findtext("access_level", "USER")],
-            "headers_to_exclude": route.findtext("headers_to_exclude", "[]"),
-        }
-        for route in root.iter("route")
-    ]
-
-
-def app_version() -> str:
-    return ET.parse(REPO / "appinfo" / "info.xml").getroot().findtext("version")
 
 
 class Stack:
@@ -76,8 +55,7 @@ class Stack:
 
     def start_exapp(self) -> ExAppProcess:
         self.exapp = ExAppProcess(
-            self.fake.url, self.workdir / "storage", version=app_version(), log_path=self.workdir / "exapp.log",
-            env=self.env,
+            self.fake.url, self.workdir / "storage", log_path=self.workdir / "exapp.log", env=self.env,
         ).start()
         return self.exapp
 
