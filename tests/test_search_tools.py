@@ -184,7 +184,12 @@ async def test_query_analysis_finds_the_upcoming_event_not_last_years(stack: Sta
 
 
 async def test_reranking_by_the_clients_model_changes_the_order(stack: Stack) -> None:
-    query = "search"
+    # Near-duplicates make the ranking around the cut-off ambiguous: the case re-ranking is for.
+    for n in range(1, 6):
+        stack.fake.create_note("alice", f"Kelpie memo {n}", f"# Kelpie memo {n}\n\nKelpie grooming schedule, part {n}.\n",
+                               "Pets")
+    await stack.eventually(lambda: _titles_contain(stack, "alice", "kelpie grooming", "Kelpie memo 5"))
+    query = "kelpie grooming schedule"
     baseline = await stack.search("alice", query, limit=3, use_reranking=False)
     model = ScriptedModel(analysis="{}", rerank='["d6", "d5", "d4", "d3", "d2", "d1"]')
     result = (await stack.call("alice", "nc_semantic_search", {"query": query, "limit": 3},
@@ -193,7 +198,7 @@ async def test_reranking_by_the_clients_model_changes_the_order(stack: Stack) ->
     assert [h["id"] for h in result["results"]] != [h["id"] for h in baseline["results"]]
     assert len(result["results"]) == 3  # never drops results
     rerank_prompt = model.prompt("rerank")
-    assert "[d1]" in rerank_prompt and "Request: search" in rerank_prompt
+    assert "[d1] Kelpie memo" in rerank_prompt and "Request: kelpie grooming schedule" in rerank_prompt
 
 
 async def test_garbage_from_the_model_falls_back_to_the_plain_query(stack: Stack) -> None:

@@ -366,13 +366,22 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
 # --- helpers shared by the two search tools ------------------------------------------------------
 
 
+# Cosine similarities of multilingual-e5 are compressed (unrelated text scores ~0.78, a near
+# duplicate ~0.9), so a gap this small between the best result and the first one past the cut-off
+# means the embedding cannot tell them apart.
+AMBIGUOUS_SIMILARITY_GAP = 0.03
+
+
 def _ambiguous(candidates: list[Any], limit: int) -> bool:
-    """Worth a re-rank when the candidates around the cut-off score about the same."""
-    scores = [float(c.score) for c in candidates]
-    if len(scores) <= limit:
+    """Worth a re-rank: the two legs disagree about the top results, or the best result and the
+    first one past the cut-off are about equally similar to the query."""
+    if len(candidates) <= limit:
         return False
-    top, edge = scores[0], scores[min(limit, len(scores) - 1)]
-    return top - edge < 0.15 * max(top, 1e-9)
+    top = candidates[:limit]
+    if sum(1 for c in top if len(c.legs) == 2) < (limit + 1) // 2:
+        return True
+    best, edge = top[0].dense_score, candidates[limit].dense_score
+    return best is not None and edge is not None and best - edge < AMBIGUOUS_SIMILARITY_GAP
 
 
 def _rerank_keys(retrieved: Retrieved) -> list[str]:
