@@ -144,9 +144,7 @@ def test_ollama_backend(httpx_mock: HTTPXMock) -> None:
         return httpx.Response(200, json={"embeddings": [[1.0, 2.0] for _ in body["input"]]})
 
     httpx_mock.add_callback(reply, url="http://ollama:11434/api/embed", is_reusable=True)
-    embedder = make_embedder(
-        "ollama", base_url="http://ollama:11434", model="bge-m3", api_key=None, max_input_chars=5
-    )
+    embedder = make_embedder("ollama", base_url="http://ollama:11434", model="bge-m3", api_key=None, max_input_chars=5)
     assert embedder.embed_passages(["abcdefgh", "b"]).shape == (2, 2) and embedder.dim == 2
     assert json.loads(httpx_mock.get_requests()[0].content)["input"] == ["abcde", "b"]
     httpx_mock.add_response(url="http://ollama:11434/api/embed", json={"embeddings": [[1.0]]})

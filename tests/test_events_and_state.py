@@ -145,3 +145,11 @@ def test_malformed_events_are_refused_with_a_reason(state: IndexState, payload: 
 def test_unknown_event_class_is_ignored_not_an_error(state: IndexState) -> None:
     plan = plan_event({"event": {"class": "OCA\\Other\\Event\\SomethingHappened"}}, state, "Notes")
     assert plan.ignored and "unsupported event class" in plan.ignored
+
+
+def test_an_event_does_not_count_as_opting_in(state: IndexState) -> None:
+    state.note_event("carol")
+    assert state.user_choice("carol") is None  # the admin's default still applies to carol
+    state.set_user_enabled("carol", False)
+    state.note_event("carol")
+    assert state.user_choice("carol") is False

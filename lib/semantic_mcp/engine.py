@@ -76,6 +76,7 @@ class Engine:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()
+        self._full_pass = False
         self._backfill: asyncio.Task[None] | None = None
         self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
 
@@ -117,17 +118,19 @@ class Engine:
                 excluded_tag=settings.excluded_tag,
             )
             self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
+            if self._sources_key is not None:
+                # Sources, limits or exclusions changed: compare everything with them now (a full
+                # pass), so documents they now exclude leave the index and included ones arrive.
+                self._full_pass = True
+                self._reconcile_wake.set()
             self._sources_key = key
         return self._sources
 
     def _start_over(self) -> None:
         """Forget what was indexed (not who opted in), so reconciliation queues everything again."""
-        for user in self.state.known_users():
-            for doc_type in DOC_TYPES:
-                for source_id in self.state.indexed_versions(user, doc_type):  # type: ignore[arg-type]
-                    self.state.forget(DocRef(user, doc_type, source_id))  # type: ignore[arg-type]
-                self.state.save_cursor(user, doc_type, None, full=False)  # type: ignore[arg-type]
+        self.state.forget_everything_indexed()
         self.keyword.clear()
+        self._full_pass = True
         self._reconcile_wake.set()
 
     # --- users --------------------------------------------------------------------------------
@@ -152,8 +155,9 @@ class Engine:
             listed = await self._list_users()
         except Exception as exc:  # keep indexing known users when the listing fails
             log.warning("Could not list Nextcloud users (%s); using the users already known", exc)
-            listed = []
-        return sorted(u for u in {*listed, *self.state.known_users()} if self.is_user_enabled(u))
+            return sorted(u for u in self.state.known_users() if self.is_user_enabled(u))
+        # Known users Nextcloud does not list are gone (or never existed: an event can name anyone).
+        return sorted(u for u in listed if self.is_user_enabled(u))
 
     # --- events and reconciliation --------------------------------------------------------------
 
@@ -161,7 +165,7 @@ class Engine:
         """Queue the work a webhook delivery implies; raises MalformedEvent with a clear reason."""
         plan = plan_event(payload, self.state, notes_folder=SourceOptions().notes_folder)
         if plan.ignored:
-            log.debug("Webhook ignored: %s", plan.ignored)
+            log.log(logging.INFO if plan.unexpected else logging.DEBUG, "Webhook ignored: %s", plan.ignored)
             return {"queued": 0, "ignored": plan.ignored}
         if plan.user and not self.is_user_enabled(plan.user):
             return {"queued": 0, "ignored": f"indexing is disabled for {plan.user}"}
@@ -182,9 +186,24 @@ class Engine:
         self.state.enqueue(refs, "delete")
         self.pipeline.wake()
 
+    def _drop_disabled_sources(self, user: str, settings: AdminSettings) -> int:
+        """Documents of a source the admin switched off leave the index (searches stopped serving
+        them at once); its cursor is forgotten, so switching it on again lists everything."""
+        queued = 0
+        for doc_type in DOC_TYPES:
+            if settings.source_enabled(doc_type):
+                continue
+            refs = [DocRef(user, doc_type, source_id) for source_id in self.state.indexed_versions(user, doc_type)]
+            if refs:
+                log.info("Removing %d %s document(s) of %s: the source is switched off", len(refs), doc_type, user)
+                queued += self.state.enqueue(refs, "delete")
+            if self.state.cursor(user, doc_type)[0] is not None:
+                self.state.save_cursor(user, doc_type, None, full=False)
+        return queued
+
     async def reconcile_user(self, user: str, *, force_full: bool = False) -> int:
         settings = self.settings()
-        queued = 0
+        queued = self._drop_disabled_sources(user, settings)
         for source in self.sources().values():
             result = await reconcile_source(
                 self.state, self.nc, source, user,
@@ -249,8 +268,9 @@ class Engine:
                 continue
             self._reconcile_wake.clear()
             last_run = time.monotonic()
+            full, self._full_pass = self._full_pass, False
             try:
-                await self.reconcile_all()
+                await self.reconcile_all(force_full=full)
             except Exception:
                 log.exception("Reconciliation pass failed")
 

@@ -32,7 +32,7 @@ from .search.filters import SearchFilters
 from .store import ChunkRecord
 
 MAX_QUERY_TERMS = 64
-_FILTER_COLUMNS = ("doc_type", "modified", "event_start", "event_end", "location")
+_FILTER_COLUMNS = ("doc_type", "modified", "event_start", "location")  # what SearchFilters.to_sql reads
 _TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
 _VOWEL_MARKS = re.compile("[\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed]")
@@ -102,7 +102,7 @@ class KeywordIndex:
                 BEGIN;
                 CREATE TABLE IF NOT EXISTS {content} (
                     rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_key TEXT NOT NULL,
-                    doc_type TEXT, modified INTEGER, event_start INTEGER, event_end INTEGER, location TEXT,
+                    doc_type TEXT, modified INTEGER, event_start INTEGER, location TEXT,
                     body TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS {content}_doc ON {content}(doc_key);
                 CREATE VIRTUAL TABLE {fts} USING fts5(body, content='{content}', content_rowid='rowid',

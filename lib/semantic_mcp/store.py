@@ -200,6 +200,17 @@ class VectorStore:
         }
         return [found[i] for i in chunk_ids if i in found]
 
+    def embeddings(self, user: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of the chunks among ``chunk_ids`` that exist, by chunk id."""
+        collection = self._collection(user, create=False)
+        if collection is None or not chunk_ids:
+            return {}
+        result = collection.get(ids=list(chunk_ids), include=["embeddings"])
+        return {
+            chunk_id: np.asarray(vector, dtype=np.float32)
+            for chunk_id, vector in zip(result["ids"], result["embeddings"], strict=True)
+        }
+
     def count(self, user: str) -> int:
         """Chunks stored for ``user``."""
         collection = self._collection(user, create=False)

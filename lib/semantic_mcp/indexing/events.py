@@ -2,7 +2,8 @@
 
 Events are late, duplicated and out of order, so nothing here trusts an event's content as the
 truth: a change event only says "look at this document again" (the pipeline fetches the current
-version and compares versions), and a delete is only acted on for what the ledger knows.
+version and compares versions), and a delete is only acted on for what the ledger knows (and the
+pipeline confirms it with Nextcloud first).
 Quirks handled (all observed on Nextcloud 32): NodeDeletedEvent has no id, only a path
 (BeforeNodeDeletedEvent has the id); moving a folder fires one NodeRenamedEvent for the folder
 only; notes are files; calendar deletes arrive as CalendarObjectMovedToTrashEvent.
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..documents import DocRef, DocType
-from ..sources.files import is_note_path, user_relative_path
+from ..sources.files import is_in_notes_folder, is_note_path, user_relative_path
 from .state import IndexState
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class Plan:
     deletes: list[DocRef] = field(default_factory=list)
     reconcile: list[tuple[str, DocType]] = field(default_factory=list)
     ignored: str | None = None  # why nothing was done (unknown class, unsupported path...)
+    unexpected: bool = False  # an event class this app never registers for: worth a log line
 
 
 def _require(mapping: Any, key: str, where: str) -> Any:
@@ -65,7 +67,7 @@ def plan_event(payload: Any, state: IndexState, notes_folder: str) -> Plan:
         return _plan_calendar_event(short, event, payload)
     if cls.startswith(DECK_EVENTS):
         return _plan_deck_event(short, event, payload, state)
-    return Plan(ignored=f"unsupported event class {cls!r}")
+    return Plan(ignored=f"unsupported event class {cls!r}", unexpected=True)
 
 
 def _file_type(rel_path: str, notes_folder: str) -> DocType:
@@ -84,6 +86,17 @@ def _node(event: dict[str, Any], key: str) -> tuple[str, str, int | None]:
     if file_id is not None and not isinstance(file_id, int | str):
         raise MalformedEvent(f"event.{key}.id is not an id")
     return owner, rel or "", int(file_id) if file_id is not None else None
+
+
+def _notes_below(state: IndexState, owner: str, rel_path: str, notes_folder: str) -> list[DocRef]:
+    """Indexed notes at or below a folder of the notes folder. A note's location is its category
+    (its folder below the notes folder), not a path, so the path becomes a category prefix."""
+    if not is_in_notes_folder(rel_path, notes_folder):
+        return []
+    category = rel_path[len(notes_folder.strip("/")) + 1 :].strip("/")
+    if not category:  # the notes folder itself
+        return [DocRef(owner, "note", source_id) for source_id in state.indexed_versions(owner, "note")]
+    return [doc.ref for doc in state.under_location(owner, category) if doc.ref.doc_type == "note"]
 
 
 def _refresh_everyone(plan: Plan, state: IndexState, owner: str, doc_type: DocType, file_id: int) -> None:
@@ -110,6 +123,7 @@ def _plan_file_event(short: str, event: dict[str, Any], state: IndexState, notes
         for doc in state.under_location(owner, source_rel):
             if doc.location != source_rel:
                 plan.upserts.append((doc.ref, None))
+        plan.upserts.extend((ref, None) for ref in _notes_below(state, owner, source_rel, notes_folder))
         if file_id is not None and target_rel:
             new_type = _file_type(target_rel, notes_folder)
             old_type: DocType = "file" if new_type == "note" else "note"
@@ -135,11 +149,12 @@ def _plan_file_event(short: str, event: dict[str, Any], state: IndexState, notes
         # No id in this event: find what was indexed at (or, for a folder, below) the path.
         owner, rel, _ = _node(event, "node")
         plan = Plan(user=owner)
-        for doc in state.under_location(owner, rel):
-            plan.deletes.append(doc.ref)
+        below = [doc.ref for doc in state.under_location(owner, rel)] + _notes_below(state, owner, rel, notes_folder)
+        for ref in below:
+            plan.deletes.append(ref)
             plan.upserts.extend(
-                (DocRef(user, doc.ref.doc_type, doc.ref.source_id), None)
-                for user in state.holders(doc.ref.doc_type, doc.ref.source_id)
+                (DocRef(user, ref.doc_type, ref.source_id), None)
+                for user in state.holders(ref.doc_type, ref.source_id)
                 if user != owner
             )
         return plan

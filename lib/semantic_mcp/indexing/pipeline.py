@@ -19,7 +19,7 @@ import numpy as np
 from ..documents import DocRef, Skipped, SourceDocument
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
-from ..nextcloud import NextcloudClient, NotFound, Transient
+from ..nextcloud import NextcloudClient, NextcloudError, NotFound, Transient
 from ..sources.base import Source
 from ..store import ChunkRecord, VectorStore
 from .chunking import chunk_document
@@ -140,11 +140,13 @@ class Pipeline:
                 self.state.complete(task)
                 return None
             source = self._sources().get(ref.doc_type)
-            if task.action == "delete" or source is None:
+            if source is None or (task.action == "delete" and self.state.indexed(ref) is None):
                 # A source the admin switched off is removed from the index like a deleted document.
                 await self._delete(ref)
                 self.state.complete(task)
                 return None
+            # A delete of an indexed document is confirmed first: events arrive late and out of
+            # order, so a delete may be older than a restore, or than a new document at its path.
             doc = await self._load(source, task)
         except NotFound:
             log.info("%s for %s is gone or no longer readable: removing it", ref.key, ref.user)
@@ -155,8 +157,20 @@ class Pipeline:
             self._fail(task, f"Nextcloud unavailable: {exc}")
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
+            if isinstance(exc, NextcloudError) and exc.status == 401:
+                # AppAPI refuses to act as an account that does not exist (or is disabled): no retry helps.
+                log.warning("Dropping %s for unknown user %r: Nextcloud refuses to act as them (HTTP 401)",
+                            ref.key, ref.user)
+                self.state.complete(task)
+                return None
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
             self._fail(task, f"{type(exc).__name__}: {exc}")
+            return None
+        if isinstance(doc, Skipped) and task.action == "delete":
+            # No longer a document of this source (excluded since, or a file that became a note).
+            log.info("%s for %s is no longer a document to index (%s): removing it", ref.key, ref.user, doc.reason)
+            await self._delete(ref)
+            self.state.complete(task)
             return None
         if isinstance(doc, Skipped):
             log.info("Not indexing %s for %s: %s", ref.key, ref.user, doc.reason)
@@ -175,23 +189,31 @@ class Pipeline:
         """Use what the event already carried (a calendar webhook has the full iCalendar) or fetch."""
         payload = task.payload or {}
         document_from_payload = getattr(source, "document_from_payload", None)
-        if payload and document_from_payload is not None:
+        current_version = getattr(source, "current_version", None)
+        if payload and document_from_payload is not None and current_version is not None:
             doc = document_from_payload(task.ref.source_id, payload, user=task.ref.user)
-            if doc is not None:
+            # Events arrive late and out of order: what one carried is used only if it is still the
+            # current version (a HEAD, which also says 404 for an object deleted since).
+            if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):
                 return doc
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id)
 
     async def _index(self, items: list[tuple[Task, SourceDocument]]) -> None:
         records = [(task, doc, chunk_records(doc, task.ref)) for task, doc in items]
         texts = [record.text for _, _, recs in records for record in recs]
+        embedder = self._embedder()
+        computed_before = getattr(embedder, "computed", 0)
         try:
-            embeddings = await asyncio.to_thread(self._embedder().embed_passages, texts) if texts else np.zeros((0, 0))
+            embeddings = await asyncio.to_thread(embedder.embed_passages, texts) if texts else np.zeros((0, 0))
         except Exception as exc:
             log.exception("Embedding a batch of %d chunks failed", len(texts))
             for task, _ in items:
                 self._fail(task, f"embedding failed: {exc}")
             return
-        self.stats.chunks_embedded += len(texts)
+        # Logged as soon as the vectors are cached, so the count survives a crash during the writes.
+        newly = getattr(embedder, "computed", 0) - computed_before
+        log.info("Indexing %d document(s): %d chunk(s), %d newly embedded", len(items), len(texts), newly)
+        self.stats.chunks_embedded += newly
         offset = 0
         for task, doc, recs in records:
             vectors = embeddings[offset : offset + len(recs)]

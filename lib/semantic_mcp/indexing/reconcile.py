@@ -2,9 +2,9 @@
 
 Covers the sources that have no events on Nextcloud 32/33 (Deck cards, contacts), events missed
 while the webhook worker or this app was down, and share changes (a share fires no event for the
-recipient). Each source lists changes since its stored cursor; versions are compared with the
-ledger so unchanged content is never fetched or embedded again. A full listing (every
-``full_every`` seconds, and on the first pass) also finds deletions.
+recipient). Each source lists changes since its stored cursor; versions (and, for files, paths)
+are compared with the ledger so unchanged content is never fetched or embedded again. A full
+listing (every ``full_every`` seconds, and on the first pass) also finds deletions.
 """
 
 from __future__ import annotations
@@ -53,11 +53,18 @@ async def reconcile_source(
 
     indexed = state.indexed_versions(user, doc_type)
     skipped = state.skipped_versions(user, doc_type)
+    located = state.indexed_locations(user, doc_type) if listing.locations else {}
+
+    def moved(source_id: str) -> bool:
+        now = listing.locations.get(source_id)
+        return now is not None and source_id in located and located[source_id] != now
+
     upserts = [
         DocRef(user, doc_type, source_id)
         for source_id, version in listing.items.items()
         if (source_id not in indexed and source_id not in skipped)
         or (version is not None and version != indexed.get(source_id, skipped.get(source_id)))
+        or moved(source_id)
     ]
     gone = set(listing.deleted)
     if listing.complete:

@@ -64,7 +64,9 @@ CREATE TABLE IF NOT EXISTS cursors (
     PRIMARY KEY (user, doc_type)
 );
 CREATE TABLE IF NOT EXISTS users (
-    user TEXT PRIMARY KEY, enabled INTEGER NOT NULL, changed_at REAL NOT NULL,
+    user TEXT PRIMARY KEY,
+    enabled INTEGER,             -- the user's own choice; NULL when they never chose (admin default applies)
+    changed_at REAL NOT NULL,
     last_event REAL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -235,6 +237,10 @@ class IndexState:
         rows = self._rows("SELECT source_id, version FROM documents WHERE user = ? AND doc_type = ?", user, doc_type)
         return {row["source_id"]: row["version"] for row in rows}
 
+    def indexed_locations(self, user: str, doc_type: DocType) -> dict[str, str]:
+        rows = self._rows("SELECT source_id, location FROM documents WHERE user = ? AND doc_type = ?", user, doc_type)
+        return {row["source_id"]: row["location"] for row in rows}
+
     def skipped_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
         rows = self._rows("SELECT source_id, version FROM skipped WHERE user = ? AND doc_type = ?", user, doc_type)
         return {row["source_id"]: row["version"] for row in rows}
@@ -281,6 +287,12 @@ class IndexState:
                     (ref.user, ref.doc_type, ref.source_id),
                 )
 
+    def forget_everything_indexed(self) -> None:
+        """For a new embedding model: forget what is indexed and every cursor (not who opted in)."""
+        with self._tx() as db:
+            for table in ("documents", "skipped", "cursors"):
+                db.execute(f"DELETE FROM {table}")
+
     # --- users, cursors, status ------------------------------------------------------------------
 
     def set_user_enabled(self, user: str, enabled: bool) -> None:
@@ -297,7 +309,7 @@ class IndexState:
     def user_choice(self, user: str) -> bool | None:
         """The user's own opt-in/out, or None when they never chose (the admin default applies)."""
         rows = self._rows("SELECT enabled FROM users WHERE user = ?", user)
-        return bool(rows[0]["enabled"]) if rows else None
+        return bool(rows[0]["enabled"]) if rows and rows[0]["enabled"] is not None else None
 
     def known_users(self) -> list[str]:
         return [row["user"] for row in self._rows("SELECT user FROM users")]
@@ -305,7 +317,7 @@ class IndexState:
     def note_event(self, user: str) -> None:
         with self._tx() as db:
             db.execute(
-                """INSERT INTO users (user, enabled, changed_at, last_event) VALUES (?, 1, ?, ?)
+                """INSERT INTO users (user, enabled, changed_at, last_event) VALUES (?, NULL, ?, ?)
                    ON CONFLICT (user) DO UPDATE SET last_event = excluded.last_event""",
                 (user, time.time(), time.time()),
             )

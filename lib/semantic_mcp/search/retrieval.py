@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..store import ChunkRecord, VectorStore
@@ -29,23 +31,28 @@ Leg = Literal["dense", "keyword"]
 
 @dataclass(frozen=True)
 class Fusion:
-    """RRF parameters, tuned by ``bench/retrieval_quality.py --tune`` (see bench/RESULTS.md).
+    """Convex-mix parameters, tuned by ``bench/retrieval_quality.py --tune`` (see bench/RESULTS.md).
 
-    With the default e5 model the dense leg beats BM25 on both sets, and no rank fusion beat
-    dense alone on MS MARCO; a lighter keyword leg costs least there (nDCG@10 0.794 against
-    0.808 dense) and gains on ARCD (0.871 against 0.868). ``rrf_k`` 10 rather than the usual
-    60 makes the top ranks count, so a document only BM25 ranks first (an exact code or name
-    the vectors miss) still lands around fifth instead of below every dense hit.
+    ``keyword_weight`` is the share of the normalised BM25 in the mix and ``dense_weight``
+    that of the normalised cosine; they sum to 1, so fused scores lie in [0, 1].
     ``depth`` chunks per leg are fetched per result asked (several chunks may share a
     document); ``post_filter_depth`` replaces it when a filter Chroma cannot express (path
     prefix) thins the dense leg afterwards.
     """
 
-    rrf_k: int = 10
+    keyword_weight: float = 0.3
     depth: int = 4
     post_filter_depth: int = 20
-    dense_weight: float = 1.0
-    keyword_weight: float = 0.75
+
+    @property
+    def dense_weight(self) -> float:
+        return 1.0 - self.keyword_weight
+
+    @property
+    def rrf_k(self) -> int:
+        """Legacy: callers that scaled RRF scores by ``(dense_weight + keyword_weight) / (rrf_k + 1)``
+        now divide by 1, fused scores being in [0, 1] already."""
+        return 0
 
 
 @dataclass
@@ -56,11 +63,24 @@ class Candidate:
     chunk_id: str
     text: str
     metadata: dict[str, Any]
-    score: float  # fused RRF score; higher is better, comparable within one search only
+    score: float  # fused score in [0, 1]; higher is better, comparable within one search only
     dense_score: float | None = None  # cosine similarity of the document's best dense chunk
     dense_rank: int | None = None  # 1-based rank of the document in the dense leg
     keyword_rank: int | None = None  # 1-based rank of the document in the keyword leg
     legs: tuple[Leg, ...] = field(default_factory=tuple)
+
+
+def _scaled(scores: dict[str, float], top_only: bool = False) -> dict[str, float]:
+    """Scores mapped to [0, 1]: min-max over the candidates, or divided by the best (``top_only``,
+    for BM25, whose zero is meaningful: no query term matched)."""
+    if not scores:
+        return {}
+    high = max(scores.values())
+    low = 0.0 if top_only else min(scores.values())
+    span = high - low
+    if span <= 0:
+        return {c: 1.0 for c in scores}
+    return {c: (v - low) / span for c, v in scores.items()}
 
 
 def _doc_ranks(chunk_ids: Sequence[str], doc_of: dict[str, str]) -> dict[str, int]:
@@ -79,6 +99,37 @@ class HybridRetriever:
         self.keyword = keyword
         self.embedder = embedder
         self.fusion = fusion or Fusion()
+
+    def _mix(
+        self,
+        user: str,
+        vector: np.ndarray | None,
+        dense_cos: dict[str, float],
+        bm25: dict[str, float],
+        mode: Mode,
+    ) -> dict[str, float]:
+        """Each candidate chunk's fused score in [0, 1]: ``dense_weight`` x its cosine min-max
+        scaled over the candidates + ``keyword_weight`` x its BM25 over the best BM25.
+
+        Both scores are known for every candidate: a chunk only BM25 found gets its cosine
+        from its stored vector (added to ``dense_cos``); a chunk only the vectors found scores
+        0 in BM25 (it matched no query term, or too weakly to be among the keyword hits).
+        """
+        if mode == "keyword" or vector is None:
+            return _scaled(bm25, top_only=True)
+        if mode == "dense":
+            return _scaled(dense_cos)
+        missing = [c for c in bm25 if c not in dense_cos]
+        if missing:
+            query = np.asarray(vector, dtype=np.float32)
+            query = query / (np.linalg.norm(query) or 1.0)
+            for chunk_id, stored in self.store.embeddings(user, missing).items():
+                dense_cos[chunk_id] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
+        dense = _scaled(dense_cos)
+        keyword = _scaled(bm25, top_only=True)
+        w = self.fusion.keyword_weight
+        # Keyword hits whose vector is gone (not or no longer in the store) are left out.
+        return {c: (1.0 - w) * d + w * keyword.get(c, 0.0) for c, d in dense.items()}
 
     async def search(
         self,
@@ -117,7 +168,9 @@ class HybridRetriever:
         records: dict[str, ChunkRecord] = {}
         dense_ids: list[str] = []
         dense_best: dict[str, float] = {}  # doc_key -> cosine of its best dense chunk
-        keyword_ids: list[str] = []
+        dense_cos: dict[str, float] = {}  # chunk_id -> cosine with the query
+        keyword_hits: list[tuple[str, float]] = []  # (chunk_id, BM25), best first
+        vector = None
 
         if mode in ("hybrid", "dense"):
             fetch = k * fusion.post_filter_depth if filters.needs_post_filter else depth
@@ -125,32 +178,24 @@ class HybridRetriever:
             for hit in self.store.query(user, vector, fetch, filters.to_chroma_where()):
                 if filters.matches(hit.metadata):
                     dense_ids.append(hit.chunk_id)
+                    dense_cos[hit.chunk_id] = hit.score
                     dense_best.setdefault(hit.doc_key, hit.score)
                     doc_of[hit.chunk_id] = hit.doc_key
                     records[hit.chunk_id] = ChunkRecord(hit.chunk_id, hit.doc_key, hit.text, hit.metadata)
         if mode in ("hybrid", "keyword"):
-            keyword_ids = [
-                chunk_id for chunk_id, _ in self.keyword.search(user, keyword_query or query, depth, filters)
-            ]
-            for chunk_id in keyword_ids:
+            keyword_hits = self.keyword.search(user, keyword_query or query, depth, filters)
+            for chunk_id, _ in keyword_hits:
                 doc_of.setdefault(chunk_id, chunk_id.rsplit("#", 1)[0])
 
-        legs: dict[Leg, tuple[float, list[str]]] = {
-            "dense": (fusion.dense_weight, dense_ids),
-            "keyword": (fusion.keyword_weight, keyword_ids),
-        }
-        doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, (_, ids) in legs.items()}
+        legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
+        doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
+        chunk_scores = self._mix(user, vector, dense_cos, dict(keyword_hits), mode)
         doc_scores: dict[str, float] = {}
-        chunk_scores: dict[str, float] = {}
-        for leg, (weight, ids) in legs.items():
-            for doc_key, rank in doc_ranks[leg].items():
-                doc_scores[doc_key] = doc_scores.get(doc_key, 0.0) + weight / (fusion.rrf_k + rank)
-            for rank, chunk_id in enumerate(ids, start=1):
-                chunk_scores[chunk_id] = chunk_scores.get(chunk_id, 0.0) + weight / (fusion.rrf_k + rank)
-
         best_chunk: dict[str, str] = {}
         for chunk_id in sorted(chunk_scores, key=lambda c: -chunk_scores[c]):
-            best_chunk.setdefault(doc_of[chunk_id], chunk_id)
+            doc_key = doc_of[chunk_id]
+            if doc_key not in best_chunk:
+                best_chunk[doc_key], doc_scores[doc_key] = chunk_id, chunk_scores[chunk_id]
         top = sorted(doc_scores, key=lambda d: (-doc_scores[d], d))[:k]
 
         missing = [best_chunk[d] for d in top if best_chunk[d] not in records]
@@ -167,7 +212,7 @@ class HybridRetriever:
                     text=record.text,
                     metadata=dict(record.metadata),
                     score=doc_scores[doc_key],
-                    dense_score=dense_best.get(doc_key),
+                    dense_score=dense_best.get(doc_key, dense_cos.get(record.chunk_id)),
                     dense_rank=doc_ranks["dense"].get(doc_key),
                     keyword_rank=doc_ranks["keyword"].get(doc_key),
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),

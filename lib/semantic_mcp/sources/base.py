@@ -30,6 +30,9 @@ class Listing:
     deleted: set[str] = field(default_factory=set)
     complete: bool = False
     cursor: str | None = None
+    # Where each listed document is now, for sources whose versions survive a move (a file keeps
+    # its ETag when it or a folder above it is renamed): a new location means "refresh" too.
+    locations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -143,6 +143,11 @@ class DavSyncSource(Source):
             http_date_to_ts(response.headers.get("Last-Modified")),
         )
 
+    async def current_version(self, nc: NextcloudClient, user: str, source_id: str) -> str:
+        """The object's ETag now, from a HEAD (no body); NotFound when it is gone."""
+        response = await nc.request(user, "HEAD", self._object_path(user, source_id))
+        return strip_etag(response.headers.get("ETag"))
+
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """A HEAD on the object: no body, and 404 when it is gone or the collection no longer shared."""
         return await is_readable(nc.request(user, "HEAD", self._object_path(user, source_id)))

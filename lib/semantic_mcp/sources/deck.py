@@ -14,6 +14,7 @@ does not know (after a restart, or the card moved), fetch walks the boards.
 
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,10 +38,17 @@ class _Placed:
 
     @property
     def version(self) -> str:
-        """The card's ETag plus a digest of the board and stack titles, which the text shows:
-        renaming a stack does not change its cards' ETags but must refresh their text."""
-        place = zlib.crc32(f"{self.board.get('title')}\0{self.stack.get('title')}".encode())
-        return f"{self.card.get('ETag') or self.card.get('lastModified') or ''}-{place:08x}"
+        """The card's ETag plus a digest of what the text shows: the board and stack titles (renaming
+        a stack does not change its cards' ETags) and the card's fields (Deck's ETag is the MD5 of
+        ``lastModified`` in seconds, so two edits within one second would share it)."""
+        card = self.card
+        shown = [
+            self.board.get("title"), self.stack.get("title"), card.get("title"), card.get("description"),
+            card.get("duedate"), card.get("done"), [label.get("title") for label in card.get("labels") or []],
+            [_user_name(assignment) for assignment in card.get("assignedUsers") or []],
+        ]
+        digest = zlib.crc32(json.dumps(shown, default=str).encode())
+        return f"{card.get('ETag') or card.get('lastModified') or ''}-{digest:08x}"
 
 
 class DeckSource(Source):

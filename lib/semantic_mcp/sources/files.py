@@ -109,10 +109,12 @@ class FilesSource(Source):
         where = f"<d:gte>{prop_xml(['d:getlastmodified'])}<d:literal>{since}</d:literal></d:gte>"
         files = await self._search(nc, user, where)
         newest = max([since, *(info.modified for info in files)])
+        listed = [info for info in files if self._exclusion(info) is None]
         return Listing(
-            items={info.file_id: info.etag for info in files if self._exclusion(info) is None},
+            items={info.file_id: info.etag for info in listed},
             complete=since == 0,
             cursor=str(min(newest, int(time.time()))),
+            locations={info.file_id: info.path for info in listed},
         )
 
     async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
