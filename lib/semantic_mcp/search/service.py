@@ -20,7 +20,7 @@ from .filters import SearchFilters
 from .retrieval import HybridRetriever
 from .verify import Verifier
 
-SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + BM25 keyword, reciprocal rank fusion"
+SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + keyword (FTS5, IDF-weighted coverage), convex score fusion"
 
 
 class SearchHit(BaseModel):
@@ -29,7 +29,7 @@ class SearchHit(BaseModel):
     doc_type: str = Field(description="note, file, deck_card, calendar_event or contact")
     title: str
     excerpt: str = Field(description="The passage around the match")
-    score: float = Field(description="Relevance in [0, 1] from fusing the meaning and keyword rankings (1 = first in both)")
+    score: float = Field(description="Relevance in [0, 1]: meaning (scaled cosine) and exact words (IDF-weighted coverage) mixed")
     similarity: float | None = Field(None, description="Cosine similarity of the best passage, when found by meaning")
     link: str = Field(description="Opens the item in Nextcloud")
     location: str = Field("", description="Folder path, board/stack, calendar or address book")
@@ -112,8 +112,6 @@ class SearchService:
         self.verifier = verifier
         self.nextcloud_url = nextcloud_url.rstrip("/")
         self.snapshots = SnapshotCache()
-        fusion = retriever.fusion
-        self._best_fused = (fusion.dense_weight + fusion.keyword_weight) / (fusion.rrf_k + 1)
 
     async def retrieve(
         self,
@@ -131,8 +129,11 @@ class SearchService:
         # Over-fetch: verification may drop some, and total_found should reflect what matched.
         candidates = await self.retriever.search(user, query, max(depth * 3, 30), filters, keyword_query=keyword_query)
         if score_threshold > 0:
-            # A semantic threshold: hits found only by exact keywords have no similarity and are kept.
-            candidates = [c for c in candidates if c.dense_score is None or c.dense_score >= score_threshold]
+            # A semantic threshold: hits found only by their exact words are kept whatever their similarity.
+            candidates = [
+                c for c in candidates
+                if c.legs == ("keyword",) or c.dense_score is None or c.dense_score >= score_threshold
+            ]
         total = len(candidates)
         checked = await self.verifier.verify(user, candidates[: depth + 5])
         kept = checked.kept[:depth]
@@ -156,7 +157,7 @@ class SearchService:
             doc_type=str(meta.get("doc_type", "")),
             title=str(meta.get("title", "")),
             excerpt=excerpt(candidate.text, query),
-            score=round(min(1.0, candidate.score / self._best_fused), 4),
+            score=round(float(candidate.score), 4),
             similarity=round(float(candidate.dense_score), 4) if candidate.dense_score is not None else None,
             link=f"{self.nextcloud_url}{link}" if link.startswith("/") else link,
             location=str(meta.get("location", "")),
