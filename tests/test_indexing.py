@@ -226,6 +226,16 @@ async def apply_setting(stack: Stack, key: str, value: str) -> None:
 
 
 @pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """This module's own seeded stack: its many changes must not leak into other modules' rankings."""
+    own = Stack(tmp_path_factory.mktemp("indexing")).start()
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+@pytest.fixture(scope="module")
 def polled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A private stack whose webhooks are lost: only reconciliation (every 1.5 s) keeps the index current."""
     own = Stack(tmp_path_factory.mktemp("polled"), profile="minimal").start()

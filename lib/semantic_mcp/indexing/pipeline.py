@@ -140,13 +140,14 @@ class Pipeline:
                 self.state.complete(task)
                 return None
             source = self._sources().get(ref.doc_type)
-            if source is None or (task.action == "delete" and self.state.indexed(ref) is None):
+            if source is None:
                 # A source the admin switched off is removed from the index like a deleted document.
                 await self._delete(ref)
                 self.state.complete(task)
                 return None
-            # A delete of an indexed document is confirmed first: events arrive late and out of
-            # order, so a delete may be older than a restore, or than a new document at its path.
+            # Every delete is confirmed with Nextcloud first: events arrive late and out of order,
+            # so a delete may be older than a restore or than a new document at its path, and the
+            # queue keeps only the newest event of a document (a late delete replaces a create).
             doc = await self._load(source, task)
         except NotFound:
             log.info("%s for %s is gone or no longer readable: removing it", ref.key, ref.user)
