@@ -15,6 +15,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from datetime import time as day_time
 from typing import TYPE_CHECKING, Annotated, Any
@@ -258,17 +259,14 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         use_query_analysis: bool = True,
         use_reranking: bool = True,
     ) -> SearchResult:
-        user = principal(ctx).user
-        notes = list(retrieved.notes)
-        reranked, _ = _book_retrieval(engine, user, retrieved, ranking, analysis, notes)
-        docs = _ranked(retrieved, ranking)[:limit]
+        done = _finish(engine, principal(ctx).user, retrieved, ranking, analysis, limit)
         return SearchResult(
-            results=[engine.search.hit(c, query) for c in docs],
+            results=[engine.search.hit(c, query) for c in done.docs],
             total_found=retrieved.total_found,
-            search_method=_method(retrieved, analysis, reranked),
+            search_method=done.method,
             query_analysis=retrieved.analysis,
-            reranked=reranked,
-            notes=notes,
+            reranked=done.reranked,
+            notes=done.notes,
         )
 
     @mcp.tool(
@@ -300,12 +298,9 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         use_query_analysis: bool = True,
         use_reranking: bool = True,
     ) -> AnswerResult:
-        user = principal(ctx).user
-        notes = list(retrieved.notes)
-        reranked, _ = _book_retrieval(engine, user, retrieved, ranking, analysis, notes)
-        docs = _ranked(retrieved, ranking)[:limit]
+        done = _finish(engine, principal(ctx).user, retrieved, ranking, analysis, limit)
+        user, docs, method, notes = done.user, done.docs, done.method, done.notes
         sources = [AnswerSource(number=i + 1, **engine.search.hit(c, query).model_dump()) for i, c in enumerate(docs)]
-        method = _method(retrieved, analysis, reranked)
         if not docs:
             return AnswerResult(
                 generated_answer="No matching documents were found in your Nextcloud, so there is nothing to answer from.",
@@ -388,14 +383,24 @@ def _rerank_keys(retrieved: Retrieved) -> list[str]:
     return [f"d{i + 1}" for i in range(len(retrieved.candidates))]
 
 
-def _book_retrieval(
-    engine: "Engine", user: str, retrieved: Retrieved, ranking: Any, analysis: Any, notes: list[str]
-) -> tuple[bool, bool]:
-    """Book the re-rank and query-analysis steps; returns (reranked, analysed)."""
+@dataclass
+class _Finished:
+    """What both search tools build their answer from, once the resolvers have run."""
+
+    user: str
+    docs: list[Any]
+    reranked: bool
+    method: str
+    notes: list[str]
+
+
+def _finish(engine: "Engine", user: str, retrieved: Retrieved, ranking: Any, analysis: Any, limit: int) -> _Finished:
+    """Book the re-rank and query-analysis steps once, and cut the (re-)ranked candidates to ``limit``."""
+    notes = list(retrieved.notes)
     keys = _rerank_keys(retrieved)
     reranked = _book(engine.gates["rerank"], user, ranking, notes, lambda t: prompts.parse_rerank(t, keys) is not None)
-    analysed = _book(engine.gates["query_analysis"], user, analysis, notes, lambda t: prompts.parse_analysis(t) is not None)
-    return reranked, analysed
+    _book(engine.gates["query_analysis"], user, analysis, notes, lambda t: prompts.parse_analysis(t) is not None)
+    return _Finished(user, _ranked(retrieved, ranking)[:limit], reranked, _method(retrieved, analysis, reranked), notes)
 
 
 def _ranked(retrieved: Retrieved, ranking: Any) -> list[Any]:
