@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from semantic_mcp.keyword import KeywordIndex, fts_query, query_terms
+from semantic_mcp.keyword import KeywordIndex, fts_query, match_terms, query_terms
 from semantic_mcp.search.filters import SearchFilters
 from semantic_mcp.store import ChunkRecord
 
@@ -70,8 +70,8 @@ def test_hostile_queries_never_raise(index: KeywordIndex, query: str) -> None:
 
 
 def test_operators_are_plain_words() -> None:
-    assert fts_query('plumber AND "sink" NEAR(x*') == '"plumber" OR "and" OR "sink" OR "near" OR "x"'
-    assert fts_query("*** --") is None
+    assert fts_query(query_terms('plumber AND "sink" NEAR(x*')) == '"plumber" OR "and" OR "sink" OR "near" OR "x"'
+    assert fts_query(query_terms("*** --")) is None
 
 
 def test_normalisation_matches_arabic_without_vowel_marks_and_spaces_cjk() -> None:
@@ -121,3 +121,30 @@ def test_upsert_replaces_and_deletes(index: KeywordIndex) -> None:
     assert index.search("alice", "INV-2023-0042", 10) == [] and index.count("alice") == 3
     index.clear()
     assert index.count("alice") == 0 and index.search("alice", "plumber", 10) == []
+
+
+def test_term_statistics_follow_every_write(index: KeywordIndex) -> None:
+    """Document frequencies are memoised per user; a write must not leave a search on stale ones."""
+    assert index.search("alice", "electrician", 10) == []  # memoises "electrician": in no chunk
+    index.upsert("alice", [record("note:5", 0, "Call the electrician about the fuse box.")])
+    assert [c for c, _ in index.search("alice", "electrician", 10)] == ["note:5#0"]
+    assert index.coverage("alice", "electrician", ["note:5#0"]) == {"note:5#0": 1.0}
+    index.delete_doc("alice", "note:5")
+    assert index.search("alice", "electrician", 10) == []
+
+
+def test_common_terms_leave_the_match_but_not_the_coverage(tmp_path: Path) -> None:
+    """In a large index BM25 scores only the rarer terms (a bound on its cost); a chunk that has
+    only the common words is not matched, and coverage still counts every term that weighs."""
+    kw = KeywordIndex(tmp_path / "keyword.db")
+    filler = [record(f"file:{i}", 0, f"Meeting minutes number {i} about the budget.") for i in range(3000)]
+    kw.upsert("alice", [*filler, record("note:1", 0, "Budget meeting: the zeppelin hangar lease.")])
+    total, frequency = kw._document_frequencies("alice", query_terms("zeppelin budget meeting"))
+    assert total == 3001 and frequency["meeting"] == frequency["budget"] == 3001 and frequency["zeppelin"] == 1
+    assert match_terms(["meeting", "budget", "zeppelin", "absent"], frequency | {"absent": 0}, total) == ["zeppelin"]
+    assert [c for c, _ in kw.search("alice", "zeppelin budget meeting", 5)] == ["note:1#0"]
+    # Only common words: the rarest of them is still matched.
+    assert len(kw.search("alice", "budget meeting", 5)) == 5
+    # Small indexes keep every term (the budget's floor).
+    assert match_terms(["a", "b"], {"a": 3, "b": 3}, 4) == ["a", "b"]
+    kw.close()

@@ -33,6 +33,16 @@ from .search.filters import SearchFilters
 from .store import ChunkRecord
 
 MAX_QUERY_TERMS = 64
+# How many postings one search may score. FTS5 computes ``bm25()`` for every chunk that matches
+# any query term (~1.6 us each), so a query with common words ("causes", "what") scored tens of
+# thousands of chunks: 50-250 ms at 100k chunks. The terms are taken rarest first while their
+# chunk counts add up to at most this share of the user's chunks (and at least the rarest term,
+# and never less than MATCH_BUDGET_MIN, which costs ~3 ms, so small indexes keep every term).
+# The left-out common terms still count in the hybrid's keyword coverage, which rescores every
+# candidate. Measured (bench/RESULTS-search.md): hybrid nDCG@10 unchanged on MS MARCO and ARCD,
+# keyword leg alone -0.002 / -0.009; FTS5 search 50 -> 15 ms at 100k chunks.
+MATCH_BUDGET_SHARE = 0.15
+MATCH_BUDGET_MIN = 2000
 _FILTER_COLUMNS = ("doc_type", "modified", "event_start", "location")  # what SearchFilters.to_sql reads
 _TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
@@ -46,6 +56,20 @@ def normalize(text: str) -> str:
     """The form both documents and queries are indexed and matched in."""
     text = _VOWEL_MARKS.sub("", unicodedata.normalize("NFKC", text))
     return _SPACED.sub(r" \1 ", _ALEF_FORMS.sub("\u0627", text).translate(_FOLD))
+
+
+def match_terms(terms: Sequence[str], frequency: dict[str, int], total: int) -> list[str]:
+    """The terms a search matches on: rarest first, within the scoring budget (see above); terms
+    no chunk contains are left out (they match nothing)."""
+    budget = max(MATCH_BUDGET_SHARE * total, MATCH_BUDGET_MIN)
+    kept: list[str] = []
+    volume = 0
+    for term in sorted((t for t in terms if frequency[t]), key=lambda t: frequency[t]):
+        if kept and volume + frequency[term] > budget:
+            break
+        kept.append(term)
+        volume += frequency[term]
+    return kept
 
 
 def _is_token_char(char: str) -> bool:
@@ -65,12 +89,11 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 query: every token quoted (operators and ``*``, ``"``, ``NEAR(`` become plain
-    text) and OR-ed, so BM25 ranks chunks by how many and how rare the terms they contain.
-    None when the text has no token at all."""
-    terms = query_terms(text)
-    return " OR ".join(f'"{term}"' for term in terms) if terms else None
+def fts_query(terms: Sequence[str]) -> str | None:
+    """A safe FTS5 query for ``terms`` (as :func:`query_terms` cuts them): every term quoted
+    (operators and ``*``, ``"``, ``NEAR(`` become plain text) and OR-ed, so BM25 ranks chunks by
+    how many and how rare the terms they contain. None when there is no term."""
+    return " OR ".join(f'"{term}"' for term in terms) or None
 
 
 class KeywordIndex:
@@ -82,6 +105,8 @@ class KeywordIndex:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.Lock()
+        # Per user: (chunk count, {term: number of chunks containing it}); any write clears it.
+        self._stats: dict[str, tuple[int, dict[str, int]]] = {}
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:
@@ -126,6 +151,7 @@ class KeywordIndex:
             for c in chunks
         ]
         with self._lock:
+            self._stats.pop(user, None)
             content, _ = self._create(user)
             self._db.execute("BEGIN")
             # DELETE then INSERT (not REPLACE) so the delete trigger keeps the FTS index in step.
@@ -137,6 +163,7 @@ class KeywordIndex:
     def _delete(self, user: str, column: str, values: Sequence[str]) -> None:
         content, fts = self._tables(user)
         with self._lock:
+            self._stats.pop(user, None)
             if values and self._exists(fts):
                 self._db.execute("BEGIN")
                 self._db.executemany(f"DELETE FROM {content} WHERE {column} = ?", [(v,) for v in values])
@@ -152,11 +179,13 @@ class KeywordIndex:
     def delete_user(self, user: str) -> None:
         content, fts = self._tables(user)
         with self._lock:
+            self._stats.pop(user, None)
             self._db.executescript(f"BEGIN; DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {content}; COMMIT;")
 
     def clear(self) -> None:
         """Drop every user's tables (a re-index from scratch)."""
         with self._lock:
+            self._stats.clear()
             names = [
                 r[0]
                 for r in self._db.execute(
@@ -171,22 +200,56 @@ class KeywordIndex:
         with self._lock:
             return self._db.execute(f"SELECT count(*) FROM {content}").fetchone()[0] if self._exists(fts) else 0
 
+    def _document_frequencies(self, user: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(number of ``user``'s chunks, how many of them contain each term). Call with the lock held.
+
+        Memoised until the user's next write: counting a common term's posting list is cheap but
+        not free (10 ms for a query's terms at 100k chunks), and search and coverage both need it.
+        """
+        content, fts = self._tables(user)
+        total, known = self._stats.get(user) or (self._db.execute(f"SELECT count(*) FROM {content}").fetchone()[0], {})
+        for term in terms:
+            if term not in known:
+                known[term] = self._db.execute(
+                    f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (fts_query([term]),)
+                ).fetchone()[0]
+        if len(known) > 50_000:  # a bound for a long-running process; the next queries refill it
+            known = {term: known[term] for term in terms}
+        self._stats[user] = (total, known)
+        return total, known
+
     def search(self, user: str, query: str, k: int, filters: SearchFilters | None = None) -> list[tuple[str, float]]:
         """The ``k`` best chunks of ``user`` for ``query`` as (chunk_id, score), best first;
-        score is the negated BM25 (higher is better, comparable within one query only)."""
-        match = fts_query(query)
-        if match is None or k <= 0:
+        score is the negated BM25 (higher is better, comparable within one query only).
+
+        In a large index the commonest query terms are left out of the match (see
+        ``MATCH_BUDGET_SHARE``), so BM25 ranks by the rarer ones.
+        """
+        terms = query_terms(query)
+        if not terms or k <= 0:
             return []
         content, fts = self._tables(user)
         condition, params = (filters or SearchFilters()).to_sql()
-        sql = (
-            f"SELECT c.chunk_id, bm25({fts}) AS score FROM {fts} JOIN {content} AS c ON c.rowid = {fts}.rowid "
-            f"WHERE {fts} MATCH ? AND ({condition}) ORDER BY score LIMIT ?"
-        )
         with self._lock:
             if not self._exists(fts):
                 return []
-            rows = self._db.execute(sql, [match, *params, k]).fetchall()
+            total, frequency = self._document_frequencies(user, terms)
+            match = fts_query(match_terms(terms, frequency, total))
+            if match is None:
+                return []
+            if condition == "1":  # no filter: rank the index alone, look up the chunk ids of the top k only
+                sql = (
+                    f"SELECT c.chunk_id, t.score FROM (SELECT rowid, bm25({fts}) AS score FROM {fts} "
+                    f"WHERE {fts} MATCH ? ORDER BY score LIMIT ?) AS t JOIN {content} AS c ON c.rowid = t.rowid "
+                    "ORDER BY t.score"
+                )
+                rows = self._db.execute(sql, [match, k]).fetchall()
+            else:
+                sql = (
+                    f"SELECT c.chunk_id, bm25({fts}) AS score FROM {fts} JOIN {content} AS c "
+                    f"ON c.rowid = {fts}.rowid WHERE {fts} MATCH ? AND ({condition}) ORDER BY score LIMIT ?"
+                )
+                rows = self._db.execute(sql, [match, *params, k]).fetchall()
         return [(chunk_id, -score) for chunk_id, score in rows]
 
     def coverage(self, user: str, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
@@ -205,7 +268,7 @@ class KeywordIndex:
         with self._lock:
             if not terms or not ids or not self._exists(fts):
                 return {}
-            total = self._db.execute(f"SELECT count(*) FROM {content}").fetchone()[0]
+            total, frequency = self._document_frequencies(user, terms)
             marks = ", ".join("?" * len(ids))
             chunk_of = {
                 rowid: chunk_id
@@ -213,24 +276,31 @@ class KeywordIndex:
                     f"SELECT chunk_id, rowid FROM {content} WHERE chunk_id IN ({marks})", ids
                 )
             }
-            # Restricting the match to the candidates' rowids lets FTS5 skip the rest of a common
-            # term's posting list (8x faster at 100k chunks than joining on chunk ids).
-            rowid_marks = ", ".join("?" * len(chunk_of))
             weights: list[tuple[float, set[str]]] = []
             for term in terms:
-                match = f'"{term}"'
-                n = self._db.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,)).fetchone()[0]
-                having = {
-                    chunk_of[row[0]]
-                    for row in self._db.execute(
-                        f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid IN ({rowid_marks})",
-                        (match, *chunk_of),
-                    )
-                } if n and chunk_of else set()
-                weights.append((max(1e-6, math.log((total - n + 0.5) / (n + 0.5))), having))
+                n = frequency[term]
+                weight = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+                # A weightless term changes no share; a term no chunk has is in none.
+                having = self._chunks_having(fts, term, n, chunk_of) if n and weight > 1e-6 else set()
+                weights.append((weight, having))
             known = set(chunk_of.values())
         whole = sum(w for w, _ in weights)
         return {c: sum(w for w, having in weights if c in having) / whole for c in ids if c in known}
+
+    def _chunks_having(self, fts: str, term: str, n: int, chunk_of: dict[int, str]) -> set[str]:
+        """Which of the chunks ``chunk_of`` (rowid -> chunk id) contain ``term`` (in ``n`` chunks)."""
+        if not chunk_of:
+            return set()
+        match = fts_query([term])
+        if n <= 100 * len(chunk_of):
+            # Reading the term's whole posting list costs ~0.4 us an entry, a seek per candidate
+            # ~40 us: for all but the commonest terms, reading is cheaper.
+            rows = self._db.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ?", (match,))
+        else:
+            marks = ", ".join("?" * len(chunk_of))
+            rows = self._db.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid IN ({marks})",
+                                    (match, *chunk_of))
+        return {chunk_of[rowid] for (rowid,) in rows if rowid in chunk_of}
 
     def close(self) -> None:
         with self._lock:
