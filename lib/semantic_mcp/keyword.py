@@ -21,6 +21,7 @@ to users comes from the vector store.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -281,26 +282,24 @@ class KeywordIndex:
                 n = frequency[term]
                 weight = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
                 # A weightless term changes no share; a term no chunk has is in none.
-                having = self._chunks_having(fts, term, n, chunk_of) if n and weight > 1e-6 else set()
+                having = self._chunks_having(fts, term, chunk_of) if n and chunk_of and weight > 1e-6 else set()
                 weights.append((weight, having))
             known = set(chunk_of.values())
         whole = sum(w for w, _ in weights)
         return {c: sum(w for w, having in weights if c in having) / whole for c in ids if c in known}
 
-    def _chunks_having(self, fts: str, term: str, n: int, chunk_of: dict[int, str]) -> set[str]:
-        """Which of the chunks ``chunk_of`` (rowid -> chunk id) contain ``term`` (in ``n`` chunks)."""
-        if not chunk_of:
-            return set()
-        match = fts_query([term])
-        if n <= 100 * len(chunk_of):
-            # Reading the term's whole posting list costs ~0.4 us an entry, a seek per candidate
-            # ~40 us: for all but the commonest terms, reading is cheaper.
-            rows = self._db.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ?", (match,))
-        else:
-            marks = ", ".join("?" * len(chunk_of))
-            rows = self._db.execute(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid IN ({marks})",
-                                    (match, *chunk_of))
-        return {chunk_of[rowid] for (rowid,) in rows if rowid in chunk_of}
+    def _chunks_having(self, fts: str, term: str, chunk_of: dict[int, str]) -> set[str]:
+        """Which of the chunks ``chunk_of`` (rowid -> chunk id) contain ``term``.
+
+        SQLite reads the term's posting list into a temporary index and probes it with the
+        candidates: 0.3 us a posting, in C. (A ``rowid IN (...)`` on the FTS table seeks once per
+        candidate, ~40 us each; reading the postings into Python costs more than both.)
+        """
+        rows = self._db.execute(
+            f"SELECT value FROM json_each(?) WHERE value IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)",
+            (json.dumps(list(chunk_of)), fts_query([term])),
+        )
+        return {chunk_of[rowid] for (rowid,) in rows}
 
     def close(self) -> None:
         with self._lock:

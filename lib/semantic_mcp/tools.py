@@ -33,7 +33,7 @@ from .principal import Principal, PrincipalOf
 from .documents import DocType
 from .search import prompts
 from .search.filters import SearchFilters
-from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result
+from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
 from .search.service import Retrieved, SearchHit, merge_filters
 
 if TYPE_CHECKING:
@@ -168,10 +168,12 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         event_after: str | None,
         event_before: str | None,
         path_prefix: str | None,
+        use_reranking: bool,
         ctx: Context,
         analysis: Annotated[Any, Resolve(analyze_query)],
     ) -> Retrieved:
-        user = principal(ctx).user
+        caller = principal(ctx)
+        user = caller.user
         explicit = _explicit_filters(doc_types, modified_after, modified_before, event_after, event_before, path_prefix)
         outcome = read_result(analysis)
         parsed = prompts.parse_analysis(outcome.text) if isinstance(outcome, Sampled) else None
@@ -186,8 +188,12 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         # A retry round of an input-required call must see the documents its first round saw.
         if ctx.request_state is not None and (pinned := engine.search.snapshots.get(key)) is not None:
             return pinned
+        # Twice the limit only when the client's model may re-rank them (it then chooses among more);
+        # otherwise every extra candidate is retrieval and a verification request for nothing.
+        may_rerank = use_reranking and engine.settings().reranking and not unavailable(ctx, gates["rerank"], caller)
         retrieved = await engine.search.retrieve(
-            user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords, depth=limit * 2
+            user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords,
+            depth=limit * 2 if may_rerank else limit,
         )
         retrieved.analysis = parsed.model_dump(mode="json", exclude_none=True) if parsed else None
         engine.search.snapshots.put(key, retrieved)

@@ -149,6 +149,25 @@ def uses_input_required(ctx: Context) -> bool:
     return version is not None and is_version_at_least(version, INPUT_REQUIRED_VERSION)
 
 
+def unavailable(ctx: Context, gate: SamplingGate, caller: Principal) -> str | None:
+    """Why a sampling request could not reach the client's model on this call, or None if it can."""
+    capabilities = ctx.client_capabilities
+    if capabilities is None or capabilities.sampling is None:
+        return "the MCP client does not support sampling"
+    if blocked := gate.blocked(caller.user):
+        return blocked
+    if uses_input_required(ctx):
+        return None
+    if not caller.streaming:
+        return (
+            "this request came through AppAPI's buffering proxy, which cannot carry a sampling request mid-call "
+            "(a client on MCP protocol 2026-07-28, or the HaRP proxy, can)"
+        )
+    if _session_id(ctx) in _no_back_channel:
+        return "this connection did not deliver an earlier sampling request (buffering proxy)"
+    return None
+
+
 async def ask(
     ctx: Context, gate: SamplingGate, caller: Principal, request: Sample, *, legacy_timeout: float
 ) -> Sample | Sampled | Fallback:
@@ -159,23 +178,12 @@ async def ask(
     ``CreateMessageResult`` to be read with :func:`read_result`.
     """
     user = caller.user
-    capabilities = ctx.client_capabilities
-    if capabilities is None or capabilities.sampling is None:
-        return gate.fallback("the MCP client does not support sampling")
-    if blocked := gate.blocked(user):
-        return gate.fallback(blocked)
-    if uses_input_required(ctx):
-        gate.metrics.attempts += 1
-        return request
-    if not caller.streaming:
-        return gate.fallback(
-            "this request came through AppAPI's buffering proxy, which cannot carry a sampling request mid-call "
-            "(a client on MCP protocol 2026-07-28, or the HaRP proxy, can)"
-        )
-    session = ctx.session
-    if _session_id(ctx) in _no_back_channel:
-        return gate.fallback("this connection did not deliver an earlier sampling request (buffering proxy)")
+    if reason := unavailable(ctx, gate, caller):
+        return gate.fallback(reason)
     gate.metrics.attempts += 1
+    if uses_input_required(ctx):
+        return request
+    session = ctx.session
     started = time.monotonic()
     try:
         with anyio.fail_after(legacy_timeout):

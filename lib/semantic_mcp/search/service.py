@@ -20,6 +20,7 @@ from .filters import SearchFilters
 from .retrieval import HybridRetriever
 from .verify import Verifier
 
+VERIFY_SLACK = 5  # candidates retrieved and verified beyond those returned
 SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + keyword (FTS5, IDF-weighted coverage), convex score fusion"
 
 
@@ -126,8 +127,8 @@ class SearchService:
     ) -> Retrieved:
         """Hybrid retrieval, threshold, then verification as ``user``; returns up to ``depth`` candidates."""
         depth = depth or limit
-        # Over-fetch: verification may drop some, and total_found should reflect what matched.
-        candidates = await self.retriever.search(user, query, max(depth * 3, 30), filters, keyword_query=keyword_query)
+        # A few more than asked for, so that the hits verification drops can be replaced.
+        candidates = await self.retriever.search(user, query, depth + VERIFY_SLACK, filters, keyword_query=keyword_query)
         if score_threshold > 0:
             # A semantic threshold: hits found only by their exact words are kept whatever their similarity.
             candidates = [
@@ -135,7 +136,7 @@ class SearchService:
                 if c.legs == ("keyword",) or c.dense_score is None or c.dense_score >= score_threshold
             ]
         total = len(candidates)
-        checked = await self.verifier.verify(user, candidates[: depth + 5])
+        checked = await self.verifier.verify(user, candidates)
         kept = checked.kept[:depth]
         notes = []
         if checked.dropped:

@@ -8,11 +8,12 @@ subclass and listing it in :mod:`semantic_mcp.sources`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable, Iterable
+import asyncio
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..documents import DocType, Skipped, SourceDocument
-from ..nextcloud import NextcloudClient, NotFound
+from ..nextcloud import NextcloudClient, NotFound, Transient
 
 
 @dataclass
@@ -78,6 +79,25 @@ class Source(abc.ABC):
         The default fetches the document; sources override it with a cheaper request.
         """
         return await is_readable(self.fetch(nc, user, source_id))
+
+    async def readable(
+        self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
+    ) -> dict[str, bool | None]:
+        """For each of ``source_ids``: can ``user`` still open it? True, False (gone or forbidden) or
+        None (Nextcloud could not say within ``timeout``: a transient failure is not "no access").
+
+        The default asks :meth:`can_read` for each, at most ``slots`` at once; a source that can
+        check many documents in one request overrides it.
+        """
+
+        async def one(source_id: str) -> bool | None:
+            try:
+                async with slots:
+                    return await asyncio.wait_for(self.can_read(nc, user, source_id), timeout)
+            except (Transient, TimeoutError):
+                return None
+
+        return dict(zip(source_ids, await asyncio.gather(*(one(i) for i in source_ids)), strict=True))
 
 
 async def is_readable(request: Awaitable[object]) -> bool:

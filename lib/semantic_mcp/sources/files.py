@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
 from ..documents import SourceDocument, Skipped
-from ..nextcloud import DavEntry, NextcloudClient, NotFound, dav_body, http_date_to_ts, prop_xml, strip_etag
+from ..nextcloud import (
+    DavEntry,
+    NextcloudClient,
+    NotFound,
+    Transient,
+    dav_body,
+    http_date_to_ts,
+    prop_xml,
+    strip_etag,
+)
 from .base import Listing, Source, compose_text, is_readable
 from .extract import EXTRACT_SECONDS, UnsupportedContent, content_kind, extract_text
 
@@ -52,6 +62,48 @@ def is_in_notes_folder(rel_path: str, notes_folder: str) -> bool:
 def is_note_path(rel_path: str, notes_folder: str) -> bool:
     """A file the Notes app treats as a note: ``.md``/``.txt`` in the notes folder (others there are files)."""
     return rel_path.lower().endswith(_NOTE_SUFFIXES) and is_in_notes_folder(rel_path, notes_folder)
+
+
+READABLE_BATCH = 50  # file ids per SEARCH when checking access
+
+
+async def readable_by_file_id(
+    nc: NextcloudClient, user: str, file_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
+) -> dict[str, bool | None]:
+    """Which of ``file_ids`` ``user`` can open now (see :meth:`Source.readable`), with one WebDAV
+    SEARCH per ``READABLE_BATCH`` ids (an OR of file-id tests): Nextcloud finds only the files
+    the user can see, shares included, so a missing id is a file gone or no longer shared."""
+    ids = list(dict.fromkeys(file_ids))
+
+    async def batch(part: list[str]) -> dict[str, bool | None]:
+        tests = [f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>" for file_id in part]
+        where = tests[0] if len(tests) == 1 else f"<d:or>{''.join(tests)}</d:or>"
+        try:
+            async with slots:
+                entries = await asyncio.wait_for(search_files(nc, user, where, ("oc:fileid",)), timeout)
+        except (Transient, TimeoutError):
+            return dict.fromkeys(part)
+        found = {entry.props.get("oc:fileid") for entry in entries if entry.status == 200}
+        return {file_id: file_id in found for file_id in part}
+
+    verdicts: dict[str, bool | None] = {i: False for i in ids if not i.isdigit()}  # no file has such an id
+    numeric = [i for i in ids if i.isdigit()]
+    parts = [numeric[i : i + READABLE_BATCH] for i in range(0, len(numeric), READABLE_BATCH)]
+    for result in await asyncio.gather(*(batch(part) for part in parts)):
+        verdicts.update(result)
+    return verdicts
+
+
+async def search_files(nc: NextcloudClient, user: str, where: str, props: Sequence[str] = _PROPS) -> list[DavEntry]:
+    """One basicsearch over the user's whole tree (shares included) for ``props``."""
+    scope = f"<d:scope><d:href>/files/{quote(user)}</d:href><d:depth>infinity</d:depth></d:scope>"
+    body = dav_body(
+        "d:searchrequest",
+        f"<d:basicsearch><d:select>{prop_xml(list(props))}</d:select><d:from>{scope}</d:from>"
+        f"<d:where>{where}</d:where><d:orderby/></d:basicsearch>",
+    )
+    entries, _ = await nc.dav(user, "SEARCH", "/remote.php/dav/", body, depth=None)
+    return entries
 
 
 def _path_under(path: str, root: str) -> str | None:
@@ -151,6 +203,11 @@ class FilesSource(Source):
         """One SEARCH by file id: files the user cannot see (any more) are simply not found."""
         return await is_readable(self._lookup(nc, user, source_id))
 
+    async def readable(
+        self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
+    ) -> dict[str, bool | None]:
+        return await readable_by_file_id(nc, user, source_ids, slots=slots, timeout=timeout)
+
     def _exclusion(self, info: _FileInfo) -> str | None:
         """Why a file is not a document of this source, or None when it is."""
         options = self.options
@@ -180,11 +237,4 @@ class FilesSource(Source):
 
     async def _search(self, nc: NextcloudClient, user: str, where: str) -> list[_FileInfo]:
         """One basicsearch over the user's whole tree (shares included), returning what ``_PROPS`` says."""
-        scope = f"<d:scope><d:href>/files/{quote(user)}</d:href><d:depth>infinity</d:depth></d:scope>"
-        body = dav_body(
-            "d:searchrequest",
-            f"<d:basicsearch><d:select>{prop_xml(_PROPS)}</d:select><d:from>{scope}</d:from>"
-            f"<d:where>{where}</d:where><d:orderby/></d:basicsearch>",
-        )
-        entries, _ = await nc.dav(user, "SEARCH", "/remote.php/dav/", body, depth=None)
-        return [_FileInfo.from_entry(entry, user) for entry in entries if entry.status == 200]
+        return [_FileInfo.from_entry(entry, user) for entry in await search_files(nc, user, where) if entry.status == 200]

@@ -6,11 +6,14 @@ source leaves the notes folder alone and file webhooks on it are routed here.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import NextcloudClient, http_date_to_ts
 from .base import Listing, Source, compose_text, is_readable
+from .files import readable_by_file_id
 
 NOTES_API = "/index.php/apps/notes/api/v1/notes"
 _JSON = {"Accept": "application/json"}
@@ -62,6 +65,12 @@ class NotesSource(Source):
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """One small request: another user's note (or a deleted one) answers 404."""
         return await is_readable(self._get(nc, user, source_id, exclude="content"))
+
+    async def readable(
+        self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
+    ) -> dict[str, bool | None]:
+        """A note is a file and its id the file id: the files' batched check answers for many notes at once."""
+        return await readable_by_file_id(nc, user, source_ids, slots=slots, timeout=timeout)
 
     async def _get(self, nc: NextcloudClient, user: str, source_id: str, *, exclude: str = "") -> dict[str, Any]:
         params = {"exclude": exclude} if exclude else None
