@@ -607,3 +607,39 @@ def test_proxy_buffering(registered: StubExApp, mode: str) -> None:
         assert waited >= 0.9 and has_length
     else:
         assert waited < 0.8 and first == b"first\n"
+
+
+def test_webdav_search_by_file_ids_sees_what_the_user_sees(fake_nc: FakeNextcloud) -> None:  # noqa: F811
+    """The by-id lookup the fake uses for SEARCHes of file ids answers as a tree walk would."""
+
+    def by_ids(http: httpx.Client, user: str, ids: list[int], extra: str = "") -> set[str]:
+        tests = "".join(f"<d:eq><d:prop><oc:fileid/></d:prop><d:literal>{i}</d:literal></d:eq>" for i in ids)
+        where = f"<d:or>{tests}{extra}</d:or>" if len(ids) > 1 or extra else tests
+        body = f"""<d:searchrequest xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:basicsearch>
+          <d:select><d:prop><oc:fileid/></d:prop></d:select>
+          <d:from><d:scope><d:href>/files/{user}</d:href><d:depth>infinity</d:depth></d:scope></d:from>
+          <d:where>{where}</d:where></d:basicsearch></d:searchrequest>"""
+        found = http.request("SEARCH", "/remote.php/dav/", content=body, headers={"Content-Type": "text/xml"})
+        assert found.status_code == 207
+        return set(hrefs(found.content))
+
+    with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
+        fake_nc.put_file("alice", "Shared/a.txt", "a")
+        fake_nc.put_file("alice", "Private/b.txt", "b")
+        a, b = fake_nc.file_id("alice", "Shared/a.txt"), fake_nc.file_id("alice", "Private/b.txt")
+        assert by_ids(alice, "alice", [a, b, 999_999]) == {
+            "/remote.php/dav/files/alice/Shared/a.txt", "/remote.php/dav/files/alice/Private/b.txt"
+        }
+        assert by_ids(bob, "bob", [a, b]) == set()
+        shared = alice.post(
+            "/ocs/v2.php/apps/files_sharing/api/v1/shares?format=json",
+            data={"path": "/Shared", "shareType": 0, "shareWith": "bob"},
+        ).json()["ocs"]["data"]
+        assert by_ids(bob, "bob", [a, b]) == {"/remote.php/dav/files/bob/Shared/a.txt"}
+        # Any other test in the clause: the general (walking) search answers the same.
+        other = "<d:eq><d:prop><d:displayname/></d:prop><d:literal>none</d:literal></d:eq>"
+        assert by_ids(bob, "bob", [a, b], other) == {"/remote.php/dav/files/bob/Shared/a.txt"}
+        alice.delete(f"/ocs/v2.php/apps/files_sharing/api/v1/shares/{shared['id']}")
+        assert by_ids(bob, "bob", [a]) == set()
+        assert alice.delete("/remote.php/dav/files/alice/Private/b.txt").status_code == 204
+        assert by_ids(alice, "alice", [a, b]) == {"/remote.php/dav/files/alice/Shared/a.txt"}  # b is in the trash

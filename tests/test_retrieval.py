@@ -240,3 +240,20 @@ def test_common_words_matched_by_keyword_do_not_beat_meaning(demo: HybridRetriev
 def test_exact_phone_number_ranks_its_contact_first(demo: HybridRetriever) -> None:
     hybrid = demo.search_sync("alice", "+15555550101", 5)
     assert keys(hybrid)[0] == "contact:carol" and "keyword" in hybrid[0].legs
+
+
+def test_reciprocal_rank_fusion_is_the_selectable_alternative(retriever: HybridRetriever) -> None:
+    """SEARCH_FUSION=rrf: both legs' ranks fused; the exact token and the paraphrase are still found."""
+    from semantic_mcp.config import Deployment
+    from semantic_mcp.search.retrieval import Fusion
+
+    rrf = HybridRetriever(retriever.store, retriever.keyword, retriever.embedder, Fusion.rrf())
+    exact = rrf.search_sync("alice", "K7R-99Q2", 3)
+    assert keys(exact)[0] == "note:1" and exact[0].legs == ("dense", "keyword")
+    assert keys(rrf.search_sync("alice", "fix dripping tap", 3))[0] == "file:4"
+    scores = [c.score for c in exact]
+    assert all(0 < s <= 1 for s in scores) and scores == sorted(scores, reverse=True)
+    assert Deployment.from_env({"SEARCH_FUSION": "RRF"}).search_fusion == "rrf"
+    assert Deployment.from_env({}).search_fusion == "convex"
+    with pytest.raises(ValueError, match="SEARCH_FUSION"):
+        Deployment.from_env({"SEARCH_FUSION": "borda"})

@@ -26,6 +26,7 @@ class Deployment:
     chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of embedded Chroma
     chroma_port: int = 8000
     log_level: str = "INFO"
+    search_fusion: str = "convex"  # SEARCH_FUSION: convex (measured best) or rrf (reciprocal rank fusion)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
@@ -36,7 +37,14 @@ class Deployment:
             chroma_host=env.get("CHROMA_HOST") or None,
             chroma_port=int(env.get("CHROMA_PORT") or 8000),
             log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
+            search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "convex", ("convex", "rrf")),
         )
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value.lower() not in allowed:
+        raise ValueError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
+    return value.lower()
 
 
 def _split(value: str) -> tuple[str, ...]:

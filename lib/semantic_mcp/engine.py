@@ -23,7 +23,7 @@ from .indexing.reconcile import reconcile_source
 from .indexing.state import IndexState
 from .keyword import KeywordIndex
 from .nextcloud import NextcloudClient
-from .search.retrieval import HybridRetriever
+from .search.retrieval import Fusion, HybridRetriever
 from .search.sampling import SamplingGate
 from .search.service import SearchService, iso
 from .search.verify import Verifier
@@ -70,7 +70,10 @@ class Engine:
         )
         self.verifier = Verifier(nc, self.sources, self._schedule_removal)
         self.search = SearchService(
-            HybridRetriever(_LazyStore(self), self.keyword, _LazyEmbedder(self)),
+            HybridRetriever(
+                _LazyStore(self), self.keyword, _LazyEmbedder(self),
+                Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
+            ),
             self.verifier,
             public_url or nc.base_url,
         )
