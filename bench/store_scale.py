@@ -112,9 +112,10 @@ def main() -> None:
 
         retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector))
         notes = SearchFilters(doc_types=["note"])
+        note_ids = keyword.matching_chunks(USER, notes, len(records))[1] or []
         rows = [
             ("dense top-10 (Chroma)", lambda q: store.query(USER, query_vector, 10)),
-            ("dense top-10, doc_type filter", lambda q: store.query(USER, query_vector, 10, notes.to_chroma_where())),
+            ("dense top-10 among the notes' chunk ids", lambda q: store.query(USER, query_vector, 10, among=note_ids)),
             ("keyword top-10 (FTS5 BM25)", lambda q: keyword.search(USER, q, 10)),
             ("keyword top-10, doc_type filter", lambda q: keyword.search(USER, q, 10, notes)),
             ("hybrid top-10 (both legs at depth 40, RRF, grouping)", lambda q: retriever.search_sync(USER, q, 10)),

@@ -136,6 +136,37 @@ async def test_filters_apply_to_both_legs(retriever: HybridRetriever) -> None:
     assert keys(events) == ["calendar_event:cal/6"]
 
 
+@pytest.mark.parametrize(
+    "plan",
+    [
+        "exact",  # few chunks pass: exact cosine over their stored vectors
+        "restricted",  # HNSW restricted to the passing chunk ids
+        "post-filtered",  # most pass: a deeper unrestricted search, then the filter
+    ],
+)
+def test_every_filtered_dense_plan_returns_the_same(retriever: HybridRetriever, plan: str) -> None:
+    from semantic_mcp.search.retrieval import FilteredDense
+
+    plans = {
+        "exact": FilteredDense(),
+        "restricted": FilteredDense(exact_max=0, restrict_share=1.0),
+        "post-filtered": FilteredDense(exact_max=0, restrict_share=0.0),
+    }
+    planned = HybridRetriever(retriever.store, retriever.keyword, retriever.embedder, filtered=plans[plan])
+    query = "plumber faucet garden tomatoes printer part"
+    for filters in (
+        SearchFilters(doc_types=["note"]),
+        SearchFilters(path_prefix="/Home/"),
+        SearchFilters(modified_after=200, modified_before=350),
+        SearchFilters(doc_types=["deck_card"], modified_after=10_000),  # nothing passes
+    ):
+        expected = retriever.search_sync("alice", query, 10, filters, mode="dense")
+        got = planned.search_sync("alice", query, 10, filters, mode="dense")
+        assert keys(got) == keys(expected) and all(filters.matches(c.metadata) for c in got)
+        assert [round(c.dense_score, 4) for c in got] == [round(c.dense_score, 4) for c in expected]
+    assert planned.search_sync("bob", query, 10, SearchFilters(doc_types=["note"]), mode="dense") == []
+
+
 async def test_one_result_per_document_and_user_isolation(retriever: HybridRetriever) -> None:
     results = await retriever.search("alice", "part for the printer", 10)
     assert len(keys(results)) == len(set(keys(results))) == len(DOCS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +27,9 @@ class ScriptedModel:
     """A sampling callback standing in for the client's LLM."""
 
     def __init__(self, *, analysis: str | None = None, rerank: str | None = None, answer: str = ANSWER_TEXT,
-                 delay: float = 0.0, fail: str | None = None) -> None:
+                 delay: float = 0.0, fail: str | None = None,
+                 on_first: dict[str, Callable[[], None]] | None = None) -> None:
+        self.on_first = dict(on_first or {})  # kind -> what happens in Nextcloud while the model writes
         self.analysis = analysis
         self.rerank = rerank
         self.answer = answer
@@ -46,6 +49,8 @@ class ScriptedModel:
     async def __call__(self, context: Any, params: CreateMessageRequestParams) -> CreateMessageResult | ErrorData:
         kind = self.kind(params)
         self.requests.append((kind, params))
+        if kind in self.on_first:
+            self.on_first.pop(kind)()
         if self.delay:
             await anyio.sleep(self.delay)
         if self.fail == "decline":
@@ -147,6 +152,21 @@ async def test_a_revoked_share_disappears_at_once(stack: Stack) -> None:
     assert "Zephyr rota.md" in await stack.titles("alice", "quixotic zephyr duty")
 
 
+async def test_a_share_revoked_between_input_required_rounds_is_not_answered_from(stack: Stack) -> None:
+    """2026-07-28 pins a call's documents across rounds; the pin is re-checked, never trusted blindly."""
+    stack.fake.put_file("alice", "Documents/Gondola roster.md", "# Gondola roster\n\nPerihelion gondola shifts.\n")
+    share = stack.fake.share("alice", "Documents/Gondola roster.md", "bob")
+    await stack.call("bob", "nc_enable_vector_sync")
+    await stack.eventually(lambda: _titles_contain(stack, "bob", "perihelion gondola shifts", "Gondola roster.md"))
+    model = ScriptedModel(on_first={"answer": lambda: stack.fake.unshare(share)})
+    result = await answer(stack, "bob", "perihelion gondola shifts", model, use_query_analysis=False,
+                          use_reranking=False)
+    assert "Gondola roster" in model.prompt("answer")  # the first round's documents had it...
+    assert model.kinds() == ["answer", "answer"]  # ...so the client was asked again, without it
+    assert "Gondola roster" not in model.requests[-1][1].messages[0].content.text
+    assert all(source["title"] != "Gondola roster.md" for source in result["sources"])
+
+
 async def _titles_contain(stack: Stack, user: str, query: str, title: str) -> bool:
     return title in await stack.titles(user, query)
 
@@ -194,7 +214,7 @@ async def test_reranking_by_the_clients_model_changes_the_order(stack: Stack) ->
     model = ScriptedModel(analysis="{}", rerank='["d6", "d5", "d4", "d3", "d2", "d1"]')
     result = (await stack.call("alice", "nc_semantic_search", {"query": query, "limit": 3},
                                sampling_callback=model)).structured_content
-    assert "rerank" in model.kinds() and result["reranked"] is True
+    assert "rerank" in model.kinds() and result["reranked"] is True, result["notes"]
     assert [h["id"] for h in result["results"]] != [h["id"] for h in baseline["results"]]
     assert len(result["results"]) == 3  # never drops results
     rerank_prompt = model.prompt("rerank")

@@ -54,15 +54,11 @@ def fill(store: VectorStore) -> None:
 
 
 def assert_isolated(store: VectorStore) -> None:
-    everything = [
-        None,
-        {"doc_type": "note"},
-        {"doc_key": "note:1"},
-        {"doc_type": {"$in": ["note", "file", "calendar_event"]}},
-    ]
-    for where in everything:
+    alices = ["note:1#0", "note:1#1", "note:1#2", "file:2#0", "calendar_event:cal/3#0"]
+    for among in (None, alices, ["note:1#0"], ["note:1#0", "file:9#0"]):
         for probe in (vec(0), vec(1), vec(2), vec(3)):
-            hits = store.query("bob", probe, 50, where)
+            hits = store.query("bob", probe, 50, among=among)
+            hits += store.rank_among("bob", probe, among or alices, 50)
             assert {h.chunk_id for h in hits} <= {"note:1#0", "file:9#0"}
             assert all(h.text != "note:1 chunk 0" for h in hits)
     assert store.count("bob") == 2 and store.count("alice") == 5 and store.count("carol") == 0
@@ -102,20 +98,18 @@ def test_delete_doc_removes_every_chunk(store: VectorStore) -> None:
     assert store.count("alice") == 0 and store.count("bob") == 2
 
 
-def test_filters_through_chroma_where(store: VectorStore) -> None:
-    def ids(filters: SearchFilters) -> set[str]:
-        return {
-            h.chunk_id
-            for h in store.query("alice", vec(0), 10, filters.to_chroma_where())
-            if filters.matches(h.metadata)
-        }
-
-    assert ids(SearchFilters(doc_types=["file", "calendar_event"])) == {"file:2#0", "calendar_event:cal/3#0"}
-    assert ids(SearchFilters(modified_after=200)) == {"file:2#0"}
-    assert ids(SearchFilters(event_after=900, event_before=1100)) == {"calendar_event:cal/3#0"}
-    assert ids(SearchFilters(event_after=1100)) == set()
-    assert ids(SearchFilters(path_prefix="/Work/", doc_types=["file"])) == {"file:2#0"}
-    assert ids(SearchFilters()) == {"note:1#0", "note:1#1", "note:1#2", "file:2#0", "calendar_event:cal/3#0"}
+def test_query_restricted_to_chunk_ids_and_exact_ranking(store: VectorStore) -> None:
+    """Filters reach the store as chunk ids: HNSW restricted to them, or exact cosine over them."""
+    among = ["note:1#2", "file:2#0", "calendar_event:cal/3#0", "note:404#0"]
+    restricted = store.query("alice", vec(0), 10, among=among)
+    assert {h.chunk_id for h in restricted} == {"note:1#2", "file:2#0", "calendar_event:cal/3#0"}
+    exact = store.rank_among("alice", vec(0), among, 10)
+    assert [h.chunk_id for h in exact] == [h.chunk_id for h in restricted]
+    assert [round(h.score, 5) for h in exact] == [round(h.score, 5) for h in restricted]
+    assert exact[0].metadata["doc_key"] == exact[0].doc_key and exact[0].text == restricted[0].text
+    assert store.rank_among("alice", vec(0), among, 1) == exact[:1]
+    assert store.query("alice", vec(0), 10, among=[]) == [] and store.rank_among("alice", vec(0), [], 10) == []
+    assert store.query("bob", vec(0), 10, among=["file:2#0"]) == []  # alice's chunk id, bob's collection
 
 
 def test_model_switch_uses_new_collections_and_mismatch_is_refused(store: VectorStore, tmp_path: Path) -> None:

@@ -73,6 +73,14 @@ def match_terms(terms: Sequence[str], frequency: dict[str, int], total: int) -> 
     return kept
 
 
+def _filter_indexes(content: str) -> str:
+    """Indexes on the filter columns: the dense leg's filtered searches select chunk ids here."""
+    return "".join(
+        f"CREATE INDEX IF NOT EXISTS {content}_{column} ON {content}({column});"
+        for column in ("doc_type", "modified", "event_start", "location")
+    )
+
+
 def _is_token_char(char: str) -> bool:
     return unicodedata.category(char)[0] in "LNM" or unicodedata.category(char) == "Co"
 
@@ -108,6 +116,11 @@ class KeywordIndex:
         self._lock = threading.Lock()
         # Per user: (chunk count, {term: number of chunks containing it}); any write clears it.
         self._stats: dict[str, tuple[int, dict[str, int]]] = {}
+        with self._lock:  # tables created before the filter-column indexes existed get them now
+            for (fts,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'kw_*_fts'"
+            ).fetchall():
+                self._db.executescript(_filter_indexes(fts[: -len("_fts")]))
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:
@@ -132,6 +145,7 @@ class KeywordIndex:
                     doc_type TEXT, modified INTEGER, event_start INTEGER, location TEXT,
                     body TEXT NOT NULL);
                 CREATE INDEX IF NOT EXISTS {content}_doc ON {content}(doc_key);
+                {_filter_indexes(content)}
                 CREATE VIRTUAL TABLE {fts} USING fts5(body, content='{content}', content_rowid='rowid',
                     tokenize="{_TOKENIZER}");
                 CREATE TRIGGER {content}_ai AFTER INSERT ON {content} BEGIN
@@ -218,6 +232,20 @@ class KeywordIndex:
             known = {term: known[term] for term in terms}
         self._stats[user] = (total, known)
         return total, known
+
+    def matching_chunks(self, user: str, filters: SearchFilters, at_most: int) -> tuple[int, list[str] | None]:
+        """How many of ``user``'s chunks pass ``filters``, and their ids when there are at most
+        ``at_most`` (None otherwise: too many to be worth listing)."""
+        content, fts = self._tables(user)
+        condition, params = filters.to_sql()
+        with self._lock:
+            if not self._exists(fts):
+                return 0, []
+            # Counting first: an index count is ~1 ms, listing 30k ids 40 ms.
+            passing = self._db.execute(f"SELECT count(*) FROM {content} WHERE {condition}", params).fetchone()[0]
+            if passing > at_most:
+                return passing, None
+            return passing, [row[0] for row in self._db.execute(f"SELECT chunk_id FROM {content} WHERE {condition}", params)]
 
     def search(self, user: str, query: str, k: int, filters: SearchFilters | None = None) -> list[tuple[str, float]]:
         """The ``k`` best chunks of ``user`` for ``query`` as (chunk_id, score), best first;

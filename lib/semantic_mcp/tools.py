@@ -184,16 +184,19 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
             derived["doc_types"] = parsed.doc_types
             filters = merge_filters(explicit, derived)
             keywords = parsed.keywords
-        key = engine.search.snapshots.key(user, query, limit, score_threshold, filters, keywords)
-        # A retry round of an input-required call must see the documents its first round saw.
-        if ctx.request_state is not None and (pinned := engine.search.snapshots.get(key)) is not None:
-            return pinned
         # Twice the limit only when the client's model may re-rank them (it then chooses among more);
         # otherwise every extra candidate is retrieval and a verification request for nothing.
         may_rerank = use_reranking and engine.settings().reranking and not unavailable(ctx, gates["rerank"], caller)
+        depth = limit * 2 if may_rerank else limit
+        key = engine.search.snapshots.key(user, query, limit, depth, score_threshold, filters, keywords)
+        # A retry round of an input-required call must see the documents its first round saw, so that
+        # its sampling request renders the same. Still re-checked: a pinned document the user lost
+        # since means a fresh retrieval (and the client is asked again about the new documents).
+        if ctx.request_state is not None and (pinned := engine.search.snapshots.get(key)) is not None:
+            if await engine.search.still_readable(user, pinned):
+                return pinned
         retrieved = await engine.search.retrieve(
-            user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords,
-            depth=limit * 2 if may_rerank else limit,
+            user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords, depth=depth
         )
         retrieved.analysis = parsed.model_dump(mode="json", exclude_none=True) if parsed else None
         engine.search.snapshots.put(key, retrieved)

@@ -1,9 +1,8 @@
-"""Search filters, rendered for each place they apply: Chroma ``where``, SQL, and plain Python.
+"""Search filters, rendered for each place they apply: SQL and plain Python.
 
-The three renderings say the same thing in the terms of their backend: :meth:`to_chroma_where`
-for the dense leg (everything except the path prefix, which Chroma's metadata filter cannot
-express), :meth:`to_sql` for the keyword leg (everything; column names are the metadata keys),
-and :meth:`matches` to post-filter the dense leg (everything). Bounds are inclusive.
+:meth:`to_sql` for the keyword index (column names are the metadata keys), which both ranks
+the keyword leg under the filters and selects the chunk ids the dense leg may return;
+:meth:`matches` checks each dense hit against the metadata it carries. Bounds are inclusive.
 
 Event bounds apply to ``event_start``: calendar events and deck cards with a due date (which
 have a start and no end) are selected alike. Documents without one never match an event bound.
@@ -24,7 +23,6 @@ _RANGES: tuple[tuple[str, str, str], ...] = (
     ("event_start", ">=", "event_after"),
     ("event_start", "<=", "event_before"),
 )
-_CHROMA_OPS = {">=": "$gte", "<=": "$lte"}
 
 
 @dataclass(frozen=True)
@@ -40,17 +38,8 @@ class SearchFilters:
         return [(key, op, value) for key, op, name in _RANGES if (value := getattr(self, name)) is not None]
 
     @property
-    def needs_post_filter(self) -> bool:
-        """True when :meth:`to_chroma_where` leaves a condition out, so dense hits must go through :meth:`matches`."""
-        return bool(self.path_prefix)
-
-    def to_chroma_where(self) -> dict[str, Any] | None:
-        conditions: list[dict[str, Any]] = [{key: {_CHROMA_OPS[op]: value}} for key, op, value in self._ranges()]
-        if self.doc_types:
-            conditions.insert(0, {"doc_type": {"$in": list(self.doc_types)}})
-        if not conditions:
-            return None
-        return conditions[0] if len(conditions) == 1 else {"$and": conditions}
+    def is_empty(self) -> bool:
+        return not self.doc_types and not self._ranges() and not self.path_prefix
 
     def to_sql(self) -> tuple[str, list[Any]]:
         """A boolean SQL expression over columns named like the metadata keys, and its parameters."""
@@ -63,8 +52,10 @@ class SearchFilters:
             clauses.append(f"{key} {op} ?")  # NULL (no such metadata) compares as not matching
             params.append(value)
         if self.path_prefix:
-            clauses.append("substr(location, 1, ?) = ?")
-            params.extend([len(self.path_prefix), self.path_prefix])
+            # A range, so the index on location serves it: every string that starts with the
+            # prefix sorts between it and the prefix followed by the highest code point.
+            clauses.append("location >= ? AND location < ?")
+            params.extend([self.path_prefix, self.path_prefix + "\U0010ffff"])
         return (" AND ".join(clauses) or "1"), params
 
     def matches(self, metadata: Mapping[str, Any]) -> bool:

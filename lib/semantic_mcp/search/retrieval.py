@@ -19,6 +19,7 @@ Tuned on MS MARCO (English) and ARCD (Arabic) by ``bench/retrieval_quality.py``;
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,13 +51,11 @@ class Fusion:
     fixed share whatever their scores.
 
     ``depth`` chunks per leg are fetched per result asked (several chunks may share a
-    document); ``post_filter_depth`` replaces it when a filter Chroma cannot express (path
-    prefix) thins the dense leg afterwards.
+    document).
     """
 
     keyword_weight: float = 0.3
     depth: int = 4
-    post_filter_depth: int = 20
     method: Literal["convex", "rrf"] = "convex"
     rrf_k: int = 10
 
@@ -107,14 +106,39 @@ def _doc_ranks(chunk_ids: Sequence[str], doc_of: dict[str, str]) -> dict[str, in
     return ranks
 
 
+@dataclass(frozen=True)
+class FilteredDense:
+    """How the dense leg searches under filters, by how many chunks pass them (measured at 100k
+    chunks, bench/RESULTS-search.md). The keyword index selects the passing chunk ids with SQL;
+    then
+
+    * up to ``exact_max`` chunks: exact cosine over their stored vectors (``rank_among``);
+    * up to ``restrict_share`` of the user's chunks: HNSW restricted to those ids (35-55 ms);
+    * more: an unrestricted HNSW search deep enough to keep ``depth`` chunks after the filter is
+      applied to its hits (``fetch x total / passing x 1.5``, at most ``max_fetch``).
+
+    A Chroma metadata ``where`` is never used: 100-700 ms at 100k chunks, however selective.
+    """
+
+    exact_max: int = 500
+    restrict_share: float = 0.3
+    max_fetch: int = 1000
+
+
 class HybridRetriever:
     def __init__(
-        self, store: VectorStore, keyword: KeywordIndex, embedder: Embedder, fusion: Fusion | None = None
+        self,
+        store: VectorStore,
+        keyword: KeywordIndex,
+        embedder: Embedder,
+        fusion: Fusion | None = None,
+        filtered: FilteredDense | None = None,
     ) -> None:
         self.store = store
         self.keyword = keyword
         self.embedder = embedder
         self.fusion = fusion or Fusion()
+        self.filtered = filtered or FilteredDense()
 
     def _mix(
         self,
@@ -162,6 +186,22 @@ class HybridRetriever:
         best = 1.0 / (fusion.rrf_k + 1)  # first in both legs (the weights add up to 1)
         return {chunk_id: score / best for chunk_id, score in scores.items()}
 
+    def _dense(self, user: str, vector: np.ndarray, depth: int, filters: SearchFilters) -> list[Any]:
+        """The dense leg's hits, best first: ``depth`` of them, filtered as :class:`FilteredDense` says
+        (the caller still applies ``filters.matches`` to every hit)."""
+        if filters.is_empty:
+            return self.store.query(user, vector, depth)
+        plan = self.filtered
+        total = self.keyword.count(user)
+        passing, ids = self.keyword.matching_chunks(user, filters, max(plan.exact_max, int(plan.restrict_share * total)))
+        if passing == 0:
+            return []
+        if ids is not None and len(ids) <= plan.exact_max:
+            return self.store.rank_among(user, vector, ids, depth)
+        if ids is not None:
+            return self.store.query(user, vector, depth, among=ids)
+        return self.store.query(user, vector, min(plan.max_fetch, math.ceil(depth * total / passing * 1.5)))
+
     async def search(
         self,
         user: str,
@@ -204,9 +244,8 @@ class HybridRetriever:
         vector = None
 
         if mode in ("hybrid", "dense"):
-            fetch = k * fusion.post_filter_depth if filters.needs_post_filter else depth
             vector = self.embedder.embed_query(query)
-            for hit in self.store.query(user, vector, fetch, filters.to_chroma_where()):
+            for hit in self._dense(user, vector, depth, filters):
                 if filters.matches(hit.metadata):
                     dense_ids.append(hit.chunk_id)
                     dense_cos[hit.chunk_id] = hit.score

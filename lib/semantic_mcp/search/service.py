@@ -151,6 +151,10 @@ class SearchService:
             notes=notes,
         )
 
+    async def still_readable(self, user: str, retrieved: Retrieved) -> bool:
+        """True when ``user`` can still open every document of an earlier retrieval."""
+        return not (await self.verifier.verify(user, retrieved.candidates)).dropped
+
     def hit(self, candidate: Any, query: str) -> SearchHit:
         meta = candidate.metadata
         link = str(meta.get("link") or "")
