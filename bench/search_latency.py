@@ -368,15 +368,15 @@ def filter_cases(modified: Sequence[int]) -> dict[str, Any]:
     from semantic_mcp.search.filters import SearchFilters
 
     return {
-        "doc_types note (20 % of chunks: HNSW among their ids)": SearchFilters(doc_types=["note"]),
-        "doc_types file (80 %: deeper search, then filtered)": SearchFilters(doc_types=["file"]),
-        "modified_after, newest 1 % of documents (exact cosine)": SearchFilters(
+        "doc_types note (20 % of chunks)": SearchFilters(doc_types=["note"]),
+        "doc_types file (80 %)": SearchFilters(doc_types=["file"]),
+        "modified_after: the newest 1 % of documents": SearchFilters(
             modified_after=modified[int(len(modified) * 0.99)]
         ),
-        "modified_after, newer half (deeper search, then filtered)": SearchFilters(
+        "modified_after: the newer half": SearchFilters(
             modified_after=modified[len(modified) // 2]
         ),
-        "path_prefix one folder of 20 (4 %: HNSW among their ids)": SearchFilters(path_prefix="/Documents/Folder 3/"),
+        "path_prefix: one folder of 20 (4 %)": SearchFilters(path_prefix="/Documents/Folder 3/"),
     }
 
 
@@ -421,7 +421,7 @@ async def in_process_breakdown(
         t0 = time.perf_counter()
         vector = embedder.embed_query(query)
         t1 = time.perf_counter()
-        dense_hits = store.query(USER, vector, fetch, None)
+        dense_hits = store.query(USER, vector, fetch)
         t2 = time.perf_counter()
         keyword_hits = keyword.search(USER, query, fetch, _filters())
         t3 = time.perf_counter()
@@ -698,8 +698,9 @@ async def run(args: argparse.Namespace) -> None:
     print()
     print(
         f"Filtered: `SearchService.retrieve` with filters, the first {FILTERED_QUERIES} queries. The keyword "
-        "index counts the chunks that pass (SQL, indexed columns); the dense leg then ranks them exactly, "
-        "searches HNSW among their ids, or searches deeper and filters, by that count (`FilteredDense`).\n"
+        "index counts the chunks that pass (SQL, indexed columns); by that count the dense leg ranks them "
+        "exactly (up to 500), searches HNSW among their ids (up to 30 % of the user's chunks), or searches "
+        "deeper and filters its hits (`FilteredDense`).\n"
     )
     print("| Filter | n | p50 ms | p95 ms | max ms | mean ms | |\n|---|---|---|---|---|---|---|")
     for name in [n for n in parts if n.startswith("filtered: ")]:
