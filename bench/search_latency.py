@@ -60,7 +60,8 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from semantic_mcp.documents import DocRef  # noqa: E402
+from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
+from semantic_mcp.indexing.pipeline import chunk_metadata  # noqa: E402
 from semantic_mcp.indexing.state import IndexState  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.nextcloud import NextcloudClient  # noqa: E402
@@ -183,15 +184,11 @@ def build_storage(
     for doc in docs:
         doc.version = versions[doc.key]
         doc.modified = now - rng.integers(0, 3 * 365 * 86400)
-        meta = {
-            "doc_type": doc.doc_type,
-            "source_id": doc.source_id,
-            "title": doc.title,
-            "location": doc.location,
-            "modified": int(doc.modified),
-            "link": doc.link,
-            "version": doc.version,
-        }
+        # The metadata the pipeline gives chunks; the texts are already cut (``doc.chunks``).
+        meta = chunk_metadata(
+            SourceDocument(doc.doc_type, doc.source_id, doc.title, "", int(doc.modified), doc.version, doc.link,
+                           location=doc.location)  # type: ignore[arg-type]
+        )
         records.extend(
             ChunkRecord(f"{doc.key}#{n}", doc.key, text, {**meta, "chunk_index": n})
             for n, text in enumerate(doc.chunks)

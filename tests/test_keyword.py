@@ -135,14 +135,28 @@ def test_term_statistics_follow_every_write(index: KeywordIndex) -> None:
 
 def test_common_terms_leave_the_match_but_not_the_coverage(tmp_path: Path) -> None:
     """In a large index BM25 scores only the rarer terms (a bound on its cost); a chunk that has
-    only the common words is not matched, and coverage still counts every term that weighs."""
+    only common words is not matched, and coverage still counts every term that weighs."""
     kw = KeywordIndex(tmp_path / "keyword.db")
-    filler = [record(f"file:{i}", 0, f"Meeting minutes number {i} about the budget.") for i in range(3000)]
-    kw.upsert("alice", [*filler, record("note:1", 0, "Budget meeting: the zeppelin hangar lease.")])
+    filler = [
+        record(f"file:{i}", 0, f"Meeting minutes number {i}" + (" about the budget." if i < 2500 else "."))
+        for i in range(6000)
+    ]
+    kw.upsert("alice", [
+        *filler,
+        record("note:1", 0, "Meeting: the zeppelin hangar budget."),
+        record("note:2", 0, "Meeting: the zeppelin hangar lease."),
+    ])
     total, frequency = kw._document_frequencies("alice", query_terms("zeppelin budget meeting"))
-    assert total == 3001 and frequency["meeting"] == frequency["budget"] == 3001 and frequency["zeppelin"] == 1
+    assert total == 6002 and frequency["meeting"] == 6002 and frequency["budget"] == 2501
+    assert frequency["zeppelin"] == 2
+    # "budget" (42 % of the chunks) would exceed the budget of 2,000 postings; "meeting" weighs nothing.
     assert match_terms(["meeting", "budget", "zeppelin", "absent"], frequency | {"absent": 0}, total) == ["zeppelin"]
-    assert [c for c, _ in kw.search("alice", "zeppelin budget meeting", 5)] == ["note:1#0"]
+    assert {c for c, _ in kw.search("alice", "zeppelin budget meeting", 5)} == {"note:1#0", "note:2#0"}
+    # ...but "budget" still weighs in coverage: the chunk that has it covers the whole query.
+    covered = kw.coverage("alice", "zeppelin budget meeting", ["note:1#0", "note:2#0", "file:0#0"])
+    assert covered["note:1#0"] == pytest.approx(1.0, abs=1e-5)
+    assert covered["note:2#0"] < covered["note:1#0"] - 0.03  # lacks "budget" (IDF 0.34 of 8.1)
+    assert covered["file:0#0"] < 0.2
     # Only common words: the rarest of them is still matched.
     assert len(kw.search("alice", "budget meeting", 5)) == 5
     # Small indexes keep every term (the budget's floor).

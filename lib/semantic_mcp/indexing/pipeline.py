@@ -32,8 +32,8 @@ def doc_key(ref: DocRef) -> str:
     return ref.key
 
 
-def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
-    """Turn a document into the records both indexes store, metadata flat and without None values."""
+def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
+    """The metadata every chunk of ``doc`` carries (plus its ``chunk_index``): flat, no None values."""
     base: dict[str, str | int] = {
         "doc_type": doc.doc_type,
         "source_id": doc.source_id,
@@ -47,6 +47,12 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
         base["event_start"] = int(doc.event_start)
     if doc.event_end is not None:
         base["event_end"] = int(doc.event_end)
+    return base
+
+
+def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
+    """Turn a document into the records both indexes store."""
+    base = chunk_metadata(doc)
     return [
         ChunkRecord(
             chunk_id=f"{ref.key}#{chunk.index}",
