@@ -33,6 +33,7 @@ from .principal import Principal, PrincipalOf
 from .documents import DocType
 from .search import prompts
 from .search.filters import SearchFilters
+from .search.intent import read_intent
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
 from .search.service import Retrieved, SearchHit, merge_filters
 
@@ -178,9 +179,11 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         outcome = read_result(analysis)
         parsed = prompts.parse_analysis(outcome.text) if isinstance(outcome, Sampled) else None
         filters, keywords = explicit, None
+        intent = read_intent(query, datetime.now(UTC))
         if parsed is not None:
             derived = {name: parsed.timestamp(name) for name in
                        ("modified_after", "modified_before", "event_after", "event_before")}
+            intent = intent.refined(doc_types=parsed.doc_types, dated=any(derived.values()))
             derived["doc_types"] = parsed.doc_types
             filters = merge_filters(explicit, derived)
             keywords = parsed.keywords
@@ -196,7 +199,8 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
             if await engine.search.still_readable(user, pinned):
                 return pinned
         retrieved = await engine.search.retrieve(
-            user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords, depth=depth
+            user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords, depth=depth,
+            intent=intent,
         )
         retrieved.analysis = parsed.model_dump(mode="json", exclude_none=True) if parsed else None
         engine.search.snapshots.put(key, retrieved)

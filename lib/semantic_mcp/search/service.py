@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .filters import SearchFilters
+from .intent import QueryIntent, apply_intent
 from .retrieval import HybridRetriever
 from .verify import Verifier
 
@@ -124,8 +125,10 @@ class SearchService:
         score_threshold: float = 0.0,
         keyword_query: str | None = None,
         depth: int | None = None,
+        intent: QueryIntent | None = None,
     ) -> Retrieved:
-        """Hybrid retrieval, threshold, then verification as ``user``; returns up to ``depth`` candidates."""
+        """Hybrid retrieval, threshold, verification as ``user``, then the query's time and type cues
+        (``intent``) re-order what is left; returns up to ``depth`` candidates."""
         depth = depth or limit
         # A few more than asked for, so that the hits verification drops can be replaced.
         candidates = await self.retriever.search(user, query, depth + VERIFY_SLACK, filters, keyword_query=keyword_query)
@@ -137,8 +140,8 @@ class SearchService:
             ]
         total = len(candidates)
         checked = await self.verifier.verify(user, candidates)
-        kept = checked.kept[:depth]
-        notes = []
+        kept = apply_intent(checked.kept, intent)[:depth]
+        notes = intent.notes() if intent is not None else []
         if checked.dropped:
             notes.append(f"{len(checked.dropped)} result(s) you can no longer open were removed")
         if checked.unverified:
