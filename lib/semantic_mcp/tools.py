@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from .config import READ_SCOPE, WRITE_SCOPE
 from .principal import Principal, PrincipalOf
+from .reading_tools import READING_TOOLS, register_reading_tools
 from .documents import DocType
 from .search import prompts
 from .search.filters import SearchFilters
@@ -47,6 +48,7 @@ TOOL_SCOPES = {
     "nc_semantic_search": READ_SCOPE,
     "nc_semantic_search_answer": READ_SCOPE,
     "nc_get_vector_sync_status": READ_SCOPE,
+    **{name: READ_SCOPE for name in READING_TOOLS},
     "nc_enable_vector_sync": WRITE_SCOPE,
     "nc_disable_vector_sync": WRITE_SCOPE,
 }
@@ -119,8 +121,12 @@ def _explicit_filters(
     )
 
 
-def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: bytes) -> MCPServer:
-    """Build the MCP server for ``engine``; ``state_key`` seals input-required state (use the app secret)."""
+def build_server(
+    engine: "Engine", principal_of: PrincipalOf, *, state_key: bytes,
+    connected_clients: Callable[[str], list[dict[str, Any]]] | None = None,
+) -> MCPServer:
+    """Build the MCP server for ``engine``; ``state_key`` seals input-required state (use the app secret);
+    ``connected_clients`` lists a user's OAuth clients for the status tool."""
 
     def principal(ctx: Context) -> Principal:
         found = principal_of(ctx.request_context.request)
@@ -138,13 +144,15 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         instructions=(
             "Search the user's own Nextcloud by meaning: notes, files, Deck cards, calendar events and contacts. "
             "Use nc_semantic_search to find items (each result has a link that opens it in Nextcloud) and "
-            "nc_semantic_search_answer for a cited answer. Dates are ISO 8601."
+            "nc_semantic_search_answer for a cited answer; nc_get_document reads a result whole by its id. "
+            "Dates are ISO 8601."
         ),
         request_state_security=RequestStateSecurity(keys=[state_key], bind_principal=bind_principal),
         middleware=[ScopeGuard(principal_of)],
     )
     # Outermost, so it sees the sealed token exactly as the client sent it.
     mcp.middleware.insert(0, ReplayGuard())
+    register_reading_tools(mcp, engine, principal)
     gates = engine.gates
 
     # --- resolvers: each may ask the client's model, then the next step builds on the answer ---
@@ -344,7 +352,11 @@ def build_server(engine: "Engine", principal_of: PrincipalOf, *, state_key: byte
         annotations=read_only,
     )
     async def nc_get_vector_sync_status(ctx: Context) -> dict[str, Any]:
-        return engine.status(principal(ctx).user)
+        user = principal(ctx).user
+        status = engine.status(user)
+        if connected_clients is not None:
+            status["connected_clients"] = connected_clients(user)
+        return status
 
     @mcp.tool(
         name="nc_enable_vector_sync",

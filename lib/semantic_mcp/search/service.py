@@ -158,16 +158,19 @@ class SearchService:
         """True when ``user`` can still open every document of an earlier retrieval."""
         return not (await self.verifier.verify(user, retrieved.candidates)).dropped
 
+    def absolute_link(self, link: str) -> str:
+        """A document's link (stored relative to Nextcloud's root) as the user's browser opens it."""
+        return f"{self.nextcloud_url}{link}" if link.startswith("/") else link
+
     def hit(self, candidate: Any, query: str) -> SearchHit:
         meta = candidate.metadata
-        link = str(meta.get("link") or "")
         return SearchHit(
             doc_type=str(meta.get("doc_type", "")),
             title=str(meta.get("title", "")),
             excerpt=excerpt(candidate.text, query),
             score=round(float(candidate.score), 4),
             similarity=round(float(candidate.dense_score), 4) if candidate.dense_score is not None else None,
-            link=f"{self.nextcloud_url}{link}" if link.startswith("/") else link,
+            link=self.absolute_link(str(meta.get("link") or "")),
             location=str(meta.get("location", "")),
             modified=iso(meta.get("modified")),
             event_start=iso(meta.get("event_start")),

@@ -1,0 +1,112 @@
+"""Reading one whole item, by the id a search result carries, as the caller.
+
+The item is fetched from Nextcloud through its source, with the caller's identity: whether they
+may open it is Nextcloud's decision at the moment of reading, not the index's. Long texts come in
+pages (``offset`` and ``max_chars``, with ``next_offset`` and ``total_chars`` to go on).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, get_args
+
+from pydantic import BaseModel, Field
+
+from .documents import DocType, Skipped, SourceDocument
+from .nextcloud import NotFound, Transient
+from .search.service import iso
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+DEFAULT_PAGE_CHARS = 20_000
+MAX_PAGE_CHARS = 100_000
+
+
+class DocumentUnavailable(Exception):
+    """The item cannot be read: unknown id, gone, not the caller's to open, or not readable as text."""
+
+
+class DocumentPage(BaseModel):
+    """One item's text (or a page of it), with what identifies and locates it."""
+
+    id: str = Field(description="'<doc_type>:<source id>', as in search results")
+    doc_type: str
+    title: str
+    link: str = Field(description="Opens the item in Nextcloud")
+    location: str = ""
+    modified: str | None = Field(None, description="Last change, ISO 8601 UTC")
+    event_start: str | None = None
+    event_end: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict, description="Type-specific details (e.g. a file's MIME type)")
+    text: str = Field(description="The item's text from offset, at most max_chars characters")
+    offset: int = Field(description="Where this page starts in the whole text, in characters")
+    next_offset: int | None = Field(None, description="Pass as offset to read on; null when this page is the end")
+    total_chars: int = Field(description="Length of the whole text")
+
+
+def parse_doc_id(doc_id: str) -> tuple[DocType, str]:
+    doc_type, _, source_id = doc_id.strip().partition(":")
+    if doc_type not in get_args(DocType) or not source_id:
+        raise DocumentUnavailable(
+            f"{doc_id!r} is not an item id: use the id of a search result, '<doc_type>:<source id>'"
+        )
+    return doc_type, source_id  # type: ignore[return-value]
+
+
+async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocument:
+    """The item as ``user`` sees it now in Nextcloud; raises DocumentUnavailable with the reason."""
+    doc_type, source_id = parse_doc_id(doc_id)
+    source = engine.sources().get(doc_type)
+    if source is None:
+        raise DocumentUnavailable(f"{doc_type.replace('_', ' ')}s are not searchable on this server")
+    try:
+        fetched = await source.fetch(engine.nc, user, source_id)
+    except NotFound as exc:
+        raise DocumentUnavailable(f"{doc_id} does not exist or you cannot open it") from exc
+    except Transient as exc:
+        raise DocumentUnavailable(f"Nextcloud could not be asked for {doc_id} just now; try again") from exc
+    if isinstance(fetched, Skipped):
+        raise DocumentUnavailable(f"{doc_id} cannot be read as text: {fetched.reason}")
+    return fetched
+
+
+def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_chars: int) -> DocumentPage:
+    """A page of ``doc``'s text from ``offset``, ended at a line or word break when one is near."""
+    text = doc.text
+    start = min(max(offset, 0), len(text))
+    end = min(start + max_chars, len(text))
+    if end < len(text):
+        # Prefer a paragraph, line or word break in the last fifth of the page.
+        floor = start + max_chars * 4 // 5
+        for separator in ("\n\n", "\n", " "):
+            cut = text.rfind(separator, floor, end)
+            if cut > start:
+                end = cut + len(separator)
+                break
+    return DocumentPage(
+        id=doc_id,
+        doc_type=doc.doc_type,
+        title=doc.title,
+        link=engine.search.absolute_link(doc.link),
+        location=doc.location,
+        modified=iso(doc.modified),
+        event_start=iso(doc.event_start),
+        event_end=iso(doc.event_end),
+        metadata=dict(doc.extra),
+        text=text[start:end],
+        offset=start,
+        next_offset=end if end < len(text) else None,
+        total_chars=len(text),
+    )
+
+
+async def read_document(engine: Engine, user: str, doc_id: str, offset: int = 0,
+                        max_chars: int = DEFAULT_PAGE_CHARS) -> DocumentPage:
+    return page_of(engine, doc_id.strip(), await fetch_document(engine, user, doc_id), offset, max_chars)
+
+
+def document_metadata(page: DocumentPage) -> dict[str, Any]:
+    """Everything but the text, flat: the ``metadata`` of the connector ``fetch`` shape."""
+    fields = page.model_dump(exclude={"text", "offset", "next_offset", "metadata", "title", "id", "link"},
+                             exclude_none=True)
+    return {**fields, **page.metadata}
