@@ -12,6 +12,7 @@ import base64
 import hmac
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -78,8 +79,10 @@ def verified_user(conn: HTTPConnection, app: AppIdentity) -> str | None:
 class AppAPIAuth:
     """ASGI middleware: every path but /heartbeat needs AppAPI's signature; sets ``scope["username"]``."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, on_verified: Callable[[str], None] | None = None) -> None:
         self.app = app
+        # Told the path of every correctly signed request: AppAPI knows our secret.
+        self._on_verified = on_verified
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -92,4 +95,6 @@ class AppAPIAuth:
             await PlainTextResponse("Unauthorized", status_code=401)(scope, receive, send)
             return
         scope["username"] = user
+        if self._on_verified is not None:
+            self._on_verified(scope["path"])
         await self.app(scope, receive, send)

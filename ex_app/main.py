@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI, Request
@@ -25,26 +25,15 @@ from nc_py_api.ex_app.uvicorn_fastapi import run_app
 from semantic_mcp.config import AdminSettings, Deployment
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
-from semantic_mcp.nextcloud import NextcloudClient
+from semantic_mcp.health import NextcloudHealth
+from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.tools import Principal, build_server
 
 from .appapi import AppAPIAuth, identity
 from .settings_form import ADMIN_FORM, FORM_ID
+from .upkeep import WEBHOOK_PATH, ensure_webhooks, guarded, keep_webhooks_registered
 
 log = logging.getLogger("semantic_mcp")
-
-WEBHOOK_PATH = "/webhooks/nextcloud"
-FILE_EVENTS = [
-    f"OCP\\Files\\Events\\Node\\{name}"
-    for name in ("NodeCreatedEvent", "NodeWrittenEvent", "NodeRenamedEvent", "NodeCopiedEvent",
-                 "BeforeNodeDeletedEvent", "NodeDeletedEvent")
-]
-CALENDAR_EVENTS = [
-    f"OCP\\Calendar\\Events\\CalendarObject{name}Event"
-    for name in ("Created", "Updated", "Deleted", "Moved", "MovedToTrash", "Restored")
-]
-# Webhook-compatible only from Deck 1.18 (Nextcloud 34); older servers answer 400 and we poll instead.
-DECK_EVENTS = [f"OCA\\Deck\\Event\\{name}" for name in ("CardCreatedEvent", "CardUpdatedEvent", "CardDeletedEvent")]
 
 SETTINGS_REFRESH_SECONDS = float(os.environ.get("SETTINGS_REFRESH_SECONDS", "10"))
 
@@ -81,10 +70,17 @@ def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
     logging.basicConfig(level=deployment.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for)
+    # One view of Nextcloud's availability and of our credentials for every caller. The secret's
+    # fingerprint is remembered once it worked, so a restart may use it again at once.
+    health = NextcloudHealth(
+        memory=deployment.storage / "credentials-confirmed",
+        fingerprint=f"{app_identity.app_id}:{app_identity.secret}",
+        credential_retry_seconds=float(os.environ.get("CREDENTIAL_RETRY_SECONDS", "1800")),
+    )
+    nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for, health=health)
 
     async def list_users() -> list[str]:
-        return await AsyncNextcloudApp().users_list()
+        return await guarded(health, "list users", lambda: AsyncNextcloudApp().users_list())
 
     engine = Engine(
         deployment, nc_client, lambda: SETTINGS.current, list_users,
@@ -101,13 +97,15 @@ def create_app() -> FastAPI:
 
     async def refresh_settings_forever() -> None:
         while True:
+            await health.wait_usable()  # never ask while Nextcloud is down or refuses the app
             with contextlib.suppress(Exception):
-                await SETTINGS.refresh(AsyncNextcloudApp())
+                await guarded(health, "read settings", lambda: SETTINGS.refresh(AsyncNextcloudApp()))
             await asyncio.sleep(SETTINGS_REFRESH_SECONDS)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         refresher = asyncio.create_task(refresh_settings_forever(), name="settings-refresh")
+        webhook_keeper = asyncio.create_task(keep_webhooks_registered(engine), name="webhook-check")
         engine.start()
         log.info("Semantic MCP %s started; storage at %s", app_identity.version, deployment.storage)
         try:
@@ -115,22 +113,24 @@ def create_app() -> FastAPI:
                 yield
         finally:
             refresher.cancel()
+            webhook_keeper.cancel()
             await engine.stop()
 
     app = FastAPI(
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
         openapi_url=None, docs_url=None, redoc_url=None,
     )
-    app.add_middleware(AppAPIAuth)
+    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))
     app.state.engine = engine
 
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
-        return await (_on_enable(nc, engine) if enabled else _on_disable(nc))
+        return await (_on_enable(nc, engine) if enabled else _on_disable(nc, engine))
 
     set_handlers(app, enabled_handler, default_init=False, map_app_static=False)
 
     @app.post("/init")
     async def init(background: BackgroundTasks) -> JSONResponse:
+        health.app_disabled()  # AppAPI knows our secret now, but refuses our calls until /enabled
         background.add_task(_prepare, engine)
         return JSONResponse({})
 
@@ -164,29 +164,28 @@ async def _prepare(engine: Engine) -> None:
             await nc.set_init_status(0, f"Semantic MCP could not start: {exc}")
 
 
+def _appapi_called(health: NextcloudHealth) -> Callable[[str], None]:
+    """A correctly signed request proves AppAPI knows our secret; /init and /enabled say more
+    (not enabled yet; enabled or not) and are handled where they are served."""
+
+    def on_verified(path: str) -> None:
+        if path not in ("/init", "/enabled"):
+            health.confirmed_by_appapi()
+
+    return on_verified
+
+
 async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
     """Register the settings form and webhooks; returns an error the admin can read, or ""."""
+    engine.health.confirmed_by_appapi()
     problems: list[str] = []
     try:
-        await nc.ui.settings.register_form(ADMIN_FORM)
-    except NextcloudException as exc:
+        await guarded(engine.health, "register the settings form", lambda: nc.ui.settings.register_form(ADMIN_FORM))
+    except (NextcloudException, Unavailable, CredentialsRefused) as exc:
         problems.append(f"settings form: {exc}")
-    await _remove_webhooks(nc)
-    for event in FILE_EVENTS + CALENDAR_EVENTS:
-        try:
-            await nc.webhooks.register("POST", WEBHOOK_PATH, event)
-        except NextcloudException as exc:
-            problems.append(f"webhook {event}: {exc}")
-    deck_ok = True
-    for event in DECK_EVENTS:
-        try:
-            await nc.webhooks.register("POST", WEBHOOK_PATH, event)
-        except NextcloudException:
-            deck_ok = False
-    if not deck_ok:
-        log.info("Deck card events are not webhook-compatible on this server (Deck < 1.18): polling Deck instead")
+    problems += await ensure_webhooks(nc, engine, replace=True)
     with contextlib.suppress(Exception):
-        await SETTINGS.refresh(nc)
+        await guarded(engine.health, "read settings", lambda: SETTINGS.refresh(nc))
     engine.start_backfill()
     if problems:
         log.error("Enabling finished with problems: %s", "; ".join(problems))
@@ -194,7 +193,7 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
     return ""
 
 
-async def _on_disable(nc: AsyncNextcloudApp) -> str:
+async def _on_disable(nc: AsyncNextcloudApp, engine: Engine) -> str:
     problems = []
     try:
         await _remove_webhooks(nc)
@@ -204,6 +203,9 @@ async def _on_disable(nc: AsyncNextcloudApp) -> str:
         await nc.ui.settings.unregister_form(FORM_ID)
     except NextcloudException as exc:
         problems.append(f"settings form: {exc}")
+    # From now on AppAPI refuses our calls: send none until /enabled (an unregister ends here too,
+    # and a secret it forgot must not be tried again after a restart).
+    engine.health.app_disabled()
     return "; ".join(problems)
 
 

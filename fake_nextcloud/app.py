@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -14,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 from . import appapi, dav, deck, notes, ocs, webhooks
 from .auth import AuthFailed, NotLoggedIn
 from .davxml import DavError
+from .outages import MaintenanceMode, MaxDelayReached, max_delay_response
 from .responses import JsonError, OcsError, json_response, ocs_response
 from .state import State
 
@@ -33,6 +35,10 @@ async def _auth_failed(request: Request, exc: Exception) -> Response:
             401, NOT_AUTHENTICATED, "Username or password was incorrect", headers=WWW_AUTHENTICATE
         ).response()
     return json_response({"message": ""}, status=401)
+
+
+async def _max_delay(request: Request, exc: Exception) -> Response:
+    return max_delay_response()
 
 
 async def _not_logged_in(request: Request, exc: Exception) -> Response:
@@ -85,8 +91,10 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
+        middleware=[Middleware(MaintenanceMode)],
         exception_handlers={
             AuthFailed: _auth_failed,
+            MaxDelayReached: _max_delay,
             NotLoggedIn: _not_logged_in,
             JsonError: _json_error,
             OcsError: _ocs_error,

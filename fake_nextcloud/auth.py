@@ -61,9 +61,16 @@ def identify(conn: HTTPConnection, state: State) -> Caller:
     """Authenticate the request against the fake's users and registered ExApps."""
     headers = conn.headers
     if "authorization-app-api" in headers:
+        # As AppAPI's validateExAppRequestToNC: an unknown app or a wrong secret is a failed login
+        # for the caller's address (brute-force protection); a disabled app or unknown user is not.
+        ip = conn.client.host if conn.client else ""
+        state.throttler.check(ip)
         user, secret = decode_pair(headers["authorization-app-api"])
         app = state.apps.get(headers.get("ex-app-id", ""))
-        if app is None or secret != app.secret or headers.get("ex-app-version", "") != app.version:
+        if app is None or secret != app.secret:
+            state.throttler.register_attempt(ip)
+            raise AuthFailed("AppAPI authentication failed")
+        if headers.get("ex-app-version", "") != app.version:
             raise AuthFailed("AppAPI authentication failed")
         if not app.enabled and not any(p in conn.url.path for p in INIT_ALLOWED):
             raise AuthFailed("ExApp is disabled")

@@ -112,11 +112,11 @@ async def capabilities(request: Request) -> Response:
 
 
 async def status(request: Request) -> Response:
-    """``status.php``: what clients probe before logging in."""
+    """``status.php``: what clients probe before logging in; answered in maintenance mode too."""
     return json_response(
         {
             "installed": True,
-            "maintenance": False,
+            "maintenance": request.app.state.nc.maintenance,
             "needsDbUpgrade": False,
             "version": "32.0.1.2",
             "versionstring": "32.0.1",

@@ -199,6 +199,20 @@ class FakeNextcloud:
         with self.state.lock:
             return dict(self.exapp(app_id).forms)
 
+    # ---- bad minutes -------------------------------------------------------------------------
+
+    def set_maintenance(self, on: bool) -> None:
+        """``occ maintenance:mode --on/--off``: 503 everywhere but status.php, webhook worker stopped."""
+        self.state.maintenance = on
+        self.state.webhooks.wake()
+
+    def bruteforce_attempts(self, ip: str = "127.0.0.1") -> int:
+        """``occ security:bruteforce:attempts IP``: failed logins recorded for the address (12 h)."""
+        return self.state.throttler.attempts(ip)
+
+    def bruteforce_reset(self, ip: str = "127.0.0.1") -> None:
+        self.state.throttler.reset(ip)
+
     @property
     def webhooks(self) -> Webhooks:
         """Registered webhooks, the delivery log and the delivery controls."""

@@ -16,6 +16,7 @@ from .deck import Deck
 from .files import FileStore
 from .groupware import Groupware
 from .notes import Notes
+from .outages import Throttler
 from .webhooks import Webhooks
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class State:
         self.users: dict[str, User] = {}
         self.apps: dict[str, ExApp] = {}
         self.deck_webhooks_supported = deck_webhooks_supported
+        self.maintenance = False  # occ maintenance:mode: 503 everywhere, webhook worker stopped
+        self.throttler = Throttler()
         file_ids = itertools.count(1)
         self.webhooks = Webhooks(self, delay=webhook_delay)
         self.files = FileStore(self.emit, lambda: next(file_ids))

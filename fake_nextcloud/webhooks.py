@@ -3,7 +3,9 @@
 Real deliveries are background jobs: late, possibly duplicated, out of order, or never run.
 The worker reproduces that on demand (:meth:`Webhooks.pause`, :meth:`drop_next`,
 ``duplicate``, ``shuffle``) so tests can prove the app survives it. Payloads are encoded as
-webhook_listeners encodes them (PHP JSON, no Content-Type header).
+webhook_listeners encodes them (PHP JSON, no Content-Type header). As on a real server, a
+delivery that fails (the app is down) is logged and never retried, and nothing is delivered while
+maintenance mode is on (the queued jobs go out after it).
 """
 
 from __future__ import annotations
@@ -227,6 +229,11 @@ class Webhooks:
             self._paused = False
             self._cond.notify_all()
 
+    def wake(self) -> None:
+        """Re-evaluate whether to deliver (maintenance mode switched off)."""
+        with self._cond:
+            self._cond.notify_all()
+
     def drop_next(self, n: int = 1) -> None:
         """Lose the next ``n`` deliveries: the app has to find those changes by reconciling."""
         with self._cond:
@@ -275,7 +282,7 @@ class Webhooks:
             while not self._stopping:
                 now = time.monotonic()
                 wait: float | None = None
-                if self._queue and not self._paused:
+                if self._queue and not self._paused and not self._state.maintenance:
                     settle = self._last_enqueue + self.delay - now if self.shuffle else 0.0
                     due = [j for j in self._queue if j.due <= now]
                     if due and settle <= 0:

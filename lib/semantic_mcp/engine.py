@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .config import AdminSettings, Deployment
@@ -82,6 +83,9 @@ class Engine:
         self._full_pass = False
         self._backfill: asyncio.Task[None] | None = None
         self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
+        self.health = nc.health
+        self.health.on_resume(self._catch_up)
+        self.webhooks = WebhookHealth()
 
     # --- components that follow the admin settings ------------------------------------------
 
@@ -259,23 +263,42 @@ class Engine:
         except Exception:
             log.exception("Indexing pass failed; reconciliation will retry")
 
+    def _catch_up(self, *, full: bool = False) -> None:
+        """After any gap (a pause, a restart): list what changed since the last change seen, and
+        give dead-lettered items another chance now that Nextcloud answers."""
+        requeued = self.state.requeue_dead_letters()
+        if requeued:
+            log.info("Retrying %d dead-lettered item(s)", requeued)
+        self._full_pass = self._full_pass or full
+        self._reconcile_wake.set()
+        self.pipeline.wake()
+
     async def _reconcile_loop(self) -> None:
-        """Reconcile every interval; the interval is re-read while waiting, so a new setting applies now."""
+        """Reconcile every interval; the interval is re-read while waiting, so a new setting applies now.
+        While webhooks are missing, changes arrive only this way: reconcile every minute at most."""
         last_run = time.monotonic()
         while True:
             interval = max(self.settings().reconcile_interval_minutes, 0.01) * 60
+            if self.webhooks.missing:
+                interval = min(interval, MISSING_WEBHOOKS_INTERVAL)
             remaining = last_run + interval - time.monotonic()
             if remaining > 0 and not self._reconcile_wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._reconcile_wake.wait(), timeout=min(remaining, 2.0))
                 continue
+            await self.health.wait_usable()
             self._reconcile_wake.clear()
             last_run = time.monotonic()
             full, self._full_pass = self._full_pass, False
+            pauses = self.health.pauses
             try:
                 await self.reconcile_all(force_full=full)
             except Exception:
                 log.exception("Reconciliation pass failed")
+            if self.health.pauses != pauses:
+                # Interrupted by a pause: sources that failed kept their cursors; go again once resumed.
+                self._full_pass = self._full_pass or full
+                self._reconcile_wake.set()
 
     def request_reconcile(self) -> None:
         self._reconcile_wake.set()
@@ -284,6 +307,11 @@ class Engine:
 
     def start(self) -> None:
         if not self._tasks:
+            if self.state.has_cursors():
+                # A restart: webhook deliveries made while the app was down are lost for good, so
+                # compare everything with Nextcloud now (a full listing also finds deletions).
+                log.info("Catching up on changes made while the app was not running")
+                self._catch_up(full=True)
             self._tasks = [
                 asyncio.create_task(self.pipeline.run(), name="indexing-worker"),
                 asyncio.create_task(self._reconcile_loop(), name="reconciliation"),
@@ -316,9 +344,16 @@ class Engine:
             }
             for doc_type in DOC_TYPES
         }
+        health = self.health.snapshot()
         return {
             "user": user,
             "enabled": self.is_user_enabled(user),
+            "nextcloud": {
+                **health,
+                "unreachable_since": iso(health["unreachable_since"]),
+                "last_success": iso(health["last_success"]),
+            },
+            "webhooks": self.webhooks.as_dict(),
             "sources": sources,
             "last_event": iso(state["last_event"]),
             "failures": [
@@ -333,6 +368,23 @@ class Engine:
             "initial_indexing_progress": self.backfill_progress,
             "sampling": {name: gate.metrics.as_dict() for name, gate in self.gates.items()},
         }
+
+
+MISSING_WEBHOOKS_INTERVAL = 60.0
+
+
+@dataclass
+class WebhookHealth:
+    """What the last check of our webhook registrations found (the shell checks; the engine reports)."""
+
+    checked_at: float | None = None
+    registered: int = 0
+    missing: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"checked_at": iso(self.checked_at), "registered": self.registered,
+                "missing": list(self.missing), "error": self.error}
 
 
 def _remote_options(settings: AdminSettings) -> dict[str, str]:

@@ -2,14 +2,18 @@
 
 The core does not know how a request is authenticated: the ExApp shell passes ``auth_headers``,
 a function from user id to headers (AppAPI's signed headers in production). Errors are mapped to
-three outcomes every caller needs to tell apart: the object is gone or forbidden for this user
-(:class:`NotFound`), the call was malformed (:class:`NextcloudError`), or the server is briefly
-unavailable (:class:`Transient`), which must never be mistaken for "gone".
+outcomes every caller needs to tell apart: the object is gone or forbidden for this user
+(:class:`NotFound`), the call was malformed (:class:`NextcloudError`), or Nextcloud cannot say now
+(:class:`Transient`), which must never be mistaken for "gone". ``Transient`` has two kinds that
+pause all traffic through the shared :class:`~semantic_mcp.health.NextcloudHealth`: the server is
+unavailable (:class:`Unavailable`) or refuses the app's own credentials (:class:`CredentialsRefused`);
+a user AppAPI will not act as is :class:`UserRefused`.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +22,8 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 import httpx
+
+from .health import NextcloudHealth, Paused
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +52,31 @@ class NotFound(NextcloudError):
 
 
 class Transient(NextcloudError):
-    """Network failure, timeout or 5xx: try again later; says nothing about access."""
+    """Nextcloud cannot say right now: try again later; says nothing about access."""
+
+
+class Unavailable(Transient):
+    """Nextcloud is unavailable as a whole: 503 (maintenance mode, an upgrade), 429, another 5xx,
+    or no answer. Nothing is wrong with the request; everyone pauses (see :mod:`.health`)."""
+
+    def __init__(self, message: str, status: int | None = None, *, retry_after: float | None = None,
+                 maintenance: bool = False, item_suspect: bool = False) -> None:
+        super().__init__(message, status)
+        self.retry_after = retry_after
+        self.maintenance = maintenance
+        # A plain 500 may be the server or this one object (a broken file makes PHP fail): the
+        # queue pauses, and the item also spends one attempt so a poison item still dead-letters.
+        self.item_suspect = item_suspect
+
+
+class CredentialsRefused(Transient):
+    """Nextcloud refuses the app's own AppAPI credentials (401 on a signed request, or the app is
+    disabled or not registered yet). No user is at fault: nothing may be dropped for it."""
+
+
+class UserRefused(NextcloudError):
+    """AppAPI refuses to act as this user while the app's own credentials work: the account is
+    gone or disabled (401)."""
 
 
 @dataclass
@@ -129,6 +159,16 @@ def http_date_to_ts(value: str | None) -> int:
         return 0
 
 
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (it may be a number of seconds or an HTTP date)."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value.strip())
+    ts = http_date_to_ts(value)
+    return max(0.0, ts - time.time()) if ts else None
+
+
 def strip_etag(value: str | None) -> str:
     return (value or "").strip().strip('"')
 
@@ -144,9 +184,15 @@ class NextcloudClient:
         timeout: float = 30.0,
         max_connections: int = 16,
         transport: httpx.AsyncBaseTransport | None = None,
+        health: NextcloudHealth | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._auth_headers = auth_headers
+        # Without a shared one (tests of single sources), credentials count as confirmed.
+        self.health = health or NextcloudHealth()
+        if health is None:
+            self.health.confirmed_by_appapi()
+        self.health.set_probes(self.probe_status, self.probe_credentials)
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=timeout,
@@ -170,22 +216,97 @@ class NextcloudClient:
         json: Any = None,
         ok: tuple[int, ...] = (200, 201, 204, 207),
     ) -> httpx.Response:
-        """Send one request as ``user``; raise :class:`NotFound`/:class:`Transient`/:class:`NextcloudError`."""
+        """Send one request as ``user``; raise :class:`NotFound`, :class:`Unavailable`,
+        :class:`CredentialsRefused`, :class:`UserRefused` or :class:`NextcloudError`.
+
+        While the shared health says Nextcloud is unavailable or refuses the app, nothing is sent:
+        the matching error is raised at once.
+        """
+        try:
+            await self.health.admit()
+        except Paused as paused:
+            raise (CredentialsRefused if paused.credentials else Unavailable)(f"{method} {path}: {paused}") from None
         all_headers = {**self._auth_headers(user), **(headers or {})}
         try:
             response = await self._http.request(
                 method, path, headers=all_headers, params=params, content=content, json=json
             )
-        except httpx.TransportError as exc:
+        except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
+            # Connected, but this one request is slow (a big download): the item's problem, no pause.
             raise Transient(f"{method} {path}: {type(exc).__name__}") from exc
-        if response.status_code in ok:
+        except httpx.TransportError as exc:
+            reason = f"{method} {path}: no answer ({type(exc).__name__})"
+            self.health.unavailable(reason)
+            raise Unavailable(reason) from exc
+        status = response.status_code
+        if status in ok:
+            self.health.succeeded()
             return response
-        message = f"{method} {path} as {user!r}: HTTP {response.status_code}"
-        if response.status_code in (403, 404, 410):
-            raise NotFound(message, response.status_code)
-        if response.status_code >= 500 or response.status_code in (408, 425, 429):
-            raise Transient(message, response.status_code)
-        raise NextcloudError(message, response.status_code)
+        message = f"{method} {path} as {user!r}: HTTP {status}"
+        if status in (403, 404, 410):
+            raise NotFound(message, status)
+        if status == 401:
+            if not user or await self.health.check_user_refusal():
+                if not user:
+                    self.health.credentials_refused(message)
+                raise CredentialsRefused(message, status)
+            raise UserRefused(message, status)
+        if status >= 500 or status in (408, 425, 429):
+            maintenance = response.headers.get("X-Nextcloud-Maintenance-Mode") == "1"
+            retry_after = _retry_after(response.headers.get("Retry-After"))
+            self.health.unavailable(message, retry_after=retry_after, maintenance=maintenance)
+            raise Unavailable(message, status, retry_after=retry_after, maintenance=maintenance,
+                              item_suspect=status == 500 and not maintenance)
+        raise NextcloudError(message, status)
+
+    async def probe_status(self) -> tuple[str, float | None]:
+        """Nextcloud's anonymous ``status.php``: "up", "maintenance" or "down" (and any Retry-After).
+        No credentials, so probing cannot count as a failed login; answered in maintenance mode too."""
+        try:
+            response = await self._http.get("/status.php", timeout=10.0)
+        except httpx.TransportError:
+            return "down", None
+        retry_after = _retry_after(response.headers.get("Retry-After"))
+        if response.status_code != 200:
+            return "down", retry_after
+        try:
+            body = response.json()
+        except ValueError:
+            return "down", retry_after
+        if body.get("maintenance") or body.get("needsDbUpgrade"):
+            return "maintenance", retry_after
+        return ("up" if body.get("installed", True) else "down"), retry_after
+
+    async def probe_credentials(self) -> str:
+        """One app-level request (AppAPI's own state endpoint, allowed even while the app is
+        disabled): "ok", "disabled" (AppAPI knows the secret, the app is not enabled), "refused"
+        (401), or "unavailable"."""
+        try:
+            response = await self._http.get(
+                "/ocs/v2.php/apps/app_api/ex-app/state",
+                headers={**self._auth_headers(""), "OCS-APIRequest": "true", "Accept": "application/json"},
+                params={"format": "json"},
+                timeout=10.0,
+            )
+        except httpx.TransportError as exc:
+            self.health.unavailable(f"GET ex-app/state: no answer ({type(exc).__name__})")
+            return "unavailable"
+        if response.status_code == 401:
+            return "refused"
+        if response.status_code == 200:
+            self.health.succeeded()
+            try:
+                enabled = bool(int(response.json()["ocs"]["data"]))
+            except (ValueError, KeyError, TypeError):
+                enabled = True
+            return "ok" if enabled else "disabled"
+        if response.status_code >= 500 or response.status_code == 429:
+            self.health.unavailable(
+                f"GET ex-app/state: HTTP {response.status_code}",
+                retry_after=_retry_after(response.headers.get("Retry-After")),
+                maintenance=response.headers.get("X-Nextcloud-Maintenance-Mode") == "1",
+            )
+        return "unavailable"
 
     async def ocs(
         self, user: str, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None

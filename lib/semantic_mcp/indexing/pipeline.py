@@ -19,7 +19,7 @@ import numpy as np
 from ..documents import DocRef, Skipped, SourceDocument
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
-from ..nextcloud import NextcloudClient, NextcloudError, NotFound, Transient
+from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source
 from ..store import ChunkRecord, VectorStore
 from .chunking import chunk_document
@@ -114,6 +114,9 @@ class Pipeline:
         if recovered:
             log.info("Resuming %d indexing task(s) interrupted by the last shutdown", recovered)
         while True:
+            # The whole queue waits while Nextcloud is unavailable or refuses the app: no task is
+            # tried, so none spends an attempt or dead-letters for what is not its fault.
+            await self.nc.health.wait_usable()
             processed = await self.run_once()
             if processed:
                 continue
@@ -160,16 +163,25 @@ class Pipeline:
             await self._delete(ref)
             self.state.complete(task)
             return None
-        except Transient as exc:
-            self._fail(task, f"Nextcloud unavailable: {exc}")
+        except Unavailable as exc:
+            if exc.item_suspect:
+                self._fail(task, f"Nextcloud failed on it: {exc}")
+            else:  # not this item's fault: back to the queue untouched; run() waits for Nextcloud
+                self.state.release(task)
+            return None
+        except CredentialsRefused:
+            self.state.release(task)
+            return None
+        except UserRefused:
+            # The app's own credentials work (checked), so AppAPI refuses this account: gone or disabled.
+            log.warning("Dropping %s for user %r: Nextcloud no longer acts as them (HTTP 401; the app's own "
+                        "credentials work)", ref.key, ref.user)
+            self.state.complete(task)
+            return None
+        except Transient as exc:  # e.g. a timeout on this one request
+            self._fail(task, f"Nextcloud could not answer: {exc}")
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
-            if isinstance(exc, NextcloudError) and exc.status == 401:
-                # AppAPI refuses to act as an account that does not exist (or is disabled): no retry helps.
-                log.warning("Dropping %s for unknown user %r: Nextcloud refuses to act as them (HTTP 401)",
-                            ref.key, ref.user)
-                self.state.complete(task)
-                return None
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
             self._fail(task, f"{type(exc).__name__}: {exc}")
             return None

@@ -209,6 +209,23 @@ class IndexState:
             )
         return attempts >= max_attempts
 
+    def release(self, task: Task) -> None:
+        """Give a claimed task back untouched: Nextcloud could not be asked, so no attempt is spent."""
+        ref = task.ref
+        with self._tx() as db:
+            db.execute(
+                "UPDATE tasks SET running = 0 WHERE user = ? AND doc_type = ? AND source_id = ?",
+                (ref.user, ref.doc_type, ref.source_id),
+            )
+
+    def requeue_dead_letters(self) -> int:
+        """Queue every dead-lettered document again with a fresh budget (an upsert: the worker
+        confirms with Nextcloud, so one that is gone is removed instead). Its dead letter stays
+        until it succeeds or fails again."""
+        with self._tx() as db:
+            rows = db.execute("SELECT user, doc_type, source_id FROM dead_letters").fetchall()
+        return self.enqueue((DocRef(row["user"], row["doc_type"], row["source_id"]) for row in rows), "upsert")
+
     def recover(self) -> int:
         """After a restart nothing is running: give interrupted tasks back to the queue."""
         with self._tx() as db:
@@ -321,6 +338,10 @@ class IndexState:
                    ON CONFLICT (user) DO UPDATE SET last_event = excluded.last_event""",
                 (user, time.time(), time.time()),
             )
+
+    def has_cursors(self) -> bool:
+        """Whether anything was ever listed (an app restarted, rather than installed anew)."""
+        return bool(self._rows("SELECT 1 FROM cursors WHERE cursor IS NOT NULL LIMIT 1"))
 
     def cursor(self, user: str, doc_type: DocType) -> tuple[str | None, float | None]:
         rows = self._rows("SELECT cursor, last_full FROM cursors WHERE user = ? AND doc_type = ?", user, doc_type)

@@ -1,0 +1,306 @@
+"""One shared view of "can we talk to Nextcloud right now?", so nothing hammers it while it refuses us.
+
+Two independent questions, each with its own pause:
+
+* **Reachability.** A 503 (maintenance mode, an upgrade), 429, another 5xx or no answer at all
+  pauses every caller at once. While paused, requests fail at once without being sent
+  (:class:`~semantic_mcp.nextcloud.Unavailable`); one prober asks Nextcloud's anonymous
+  ``status.php`` (answered even in maintenance mode, and no login, so it cannot count as a failed
+  login) with growing intervals, honouring ``Retry-After``, and traffic resumes when it says the
+  server is up.
+* **The app's own credentials.** Requests signed with a secret AppAPI does not know count as
+  failed logins for our address; a burst locks the app out for hours. So a secret is used only
+  once it is known to be good: AppAPI itself signed a request to us with it (``/init``,
+  ``/enabled``, a webhook delivery, a user's call), or it worked in an earlier run (remembered by
+  a fingerprint file, checked once with a single request before any other traffic). After the first
+  refusal everything stops until AppAPI calls us again, or a slow retry (one request every
+  ``credential_retry_seconds``) succeeds.
+
+Callers never sleep in :meth:`admit`: a paused request raises at once, and background work waits
+in :meth:`wait_usable`. Listeners added with :meth:`on_resume` run after every pause ends
+(the engine catches up on what was missed then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+log = logging.getLogger(__name__)
+
+Credentials = Literal["unknown", "remembered", "confirmed", "refused", "disabled"]
+ProbeResult = Literal["up", "maintenance", "down"]
+CredentialCheck = Literal["ok", "disabled", "refused", "unavailable"]
+
+
+class Paused(Exception):
+    """Raised by :meth:`NextcloudHealth.admit`; the client turns it into its own error class."""
+
+    def __init__(self, reason: str, *, credentials: bool) -> None:
+        super().__init__(reason)
+        self.credentials = credentials
+
+
+@dataclass
+class _Outage:
+    since: float
+    reason: str
+    maintenance: bool = False
+    failures: int = 1
+    next_probe: float = 0.0
+
+
+class NextcloudHealth:
+    """Shared by the HTTP client, the indexing worker, reconciliation, search verification and
+    the shell's own calls (settings, users, webhooks)."""
+
+    max_probe_interval = 15.0  # so a change made right after a maintenance window is indexed within a minute
+    max_retry_after = 600.0
+
+    def __init__(
+        self,
+        *,
+        memory: Path | None = None,
+        fingerprint: str = "",
+        credential_retry_seconds: float = 1800.0,
+    ) -> None:
+        self._memory = memory
+        self._fingerprint = hashlib.sha256(fingerprint.encode()).hexdigest()[:32] if fingerprint else ""
+        remembered = bool(memory and self._fingerprint and _read(memory) == self._fingerprint)
+        self.credentials: Credentials = "remembered" if remembered else "unknown"
+        self.credentials_since = time.time()
+        self.credential_retry_seconds = credential_retry_seconds
+        self.outage: _Outage | None = None
+        self.last_ok: float | None = None
+        self.pauses = 0  # how many times traffic stopped; listeners compare it to catch up once per pause
+        self._changed = asyncio.Event()
+        self._probe_lock = asyncio.Lock()
+        self._status_probe: Callable[[], Awaitable[tuple[ProbeResult, float | None]]] | None = None
+        self._credential_probe: Callable[[], Awaitable[CredentialCheck]] | None = None
+        self._resume_listeners: list[Callable[[], None]] = []
+        self._user_check_at = float("-inf")
+
+    # --- wiring ---------------------------------------------------------------------------------
+
+    def set_probes(
+        self,
+        status: Callable[[], Awaitable[tuple[ProbeResult, float | None]]],
+        credentials: Callable[[], Awaitable[CredentialCheck]],
+    ) -> None:
+        self._status_probe, self._credential_probe = status, credentials
+
+    def on_resume(self, listener: Callable[[], None]) -> None:
+        self._resume_listeners.append(listener)
+
+    # --- state ----------------------------------------------------------------------------------
+
+    @property
+    def usable(self) -> bool:
+        return self.outage is None and self.credentials == "confirmed"
+
+    def pause_reason(self) -> str | None:
+        if self.credentials == "unknown":
+            return "waiting for AppAPI to confirm the app's secret (/init or /enabled)"
+        if self.credentials == "refused":
+            return "Nextcloud refused the app's own credentials; waiting for AppAPI (/init or /enabled)"
+        if self.credentials == "disabled":
+            return "the app is disabled in AppAPI"
+        if self.outage is not None:
+            return f"Nextcloud unavailable: {self.outage.reason}"
+        return None
+
+    def snapshot(self) -> dict[str, Any]:
+        """For the status tool and logs."""
+        return {
+            "reachable": self.outage is None,
+            "unreachable_since": self.outage.since if self.outage else None,
+            "maintenance": bool(self.outage and self.outage.maintenance),
+            "credentials": self.credentials,
+            "paused": not self.usable,
+            "pause_reason": self.pause_reason(),
+            "last_success": self.last_ok,
+        }
+
+    def _set_credentials(self, value: Credentials) -> None:
+        if value == self.credentials:
+            return
+        was_usable = self.usable
+        self.credentials, self.credentials_since = value, time.time()
+        if value == "confirmed":
+            self._remember(True)
+        elif value in ("refused", "disabled"):
+            self._remember(False)
+        self._after_change(was_usable)
+
+    def _after_change(self, was_usable: bool) -> None:
+        if was_usable and not self.usable:
+            self.pauses += 1
+            log.warning("Pausing all work with Nextcloud: %s", self.pause_reason())
+        elif not was_usable and self.usable:
+            log.info("Nextcloud is usable again; resuming")
+            for listener in self._resume_listeners:
+                listener()
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _remember(self, good: bool) -> None:
+        if self._memory is None or not self._fingerprint:
+            return
+        with contextlib.suppress(OSError):
+            if good:
+                self._memory.parent.mkdir(parents=True, exist_ok=True)
+                self._memory.write_text(self._fingerprint)
+            else:
+                self._memory.unlink(missing_ok=True)
+
+    # --- what callers report -----------------------------------------------------------------------
+
+    def confirmed_by_appapi(self) -> None:
+        """AppAPI signed a request to us with our secret: it knows the secret, so using it is safe."""
+        if self.credentials != "confirmed":
+            log.info("AppAPI confirmed the app's secret")
+        self._set_credentials("confirmed")
+
+    def app_disabled(self) -> None:
+        """AppAPI says the app is disabled (or not enabled yet, during /init): it would refuse
+        every request, so none is sent until ``/enabled`` (which confirms)."""
+        self._set_credentials("disabled")
+
+    def credentials_refused(self, detail: str) -> None:
+        if self.credentials != "refused":
+            log.error("Nextcloud refused the app's own credentials (%s): stopping every request until AppAPI "
+                      "calls the app again (/init or /enabled), to stay clear of brute-force protection", detail)
+        self._set_credentials("refused")
+
+    def succeeded(self) -> None:
+        self.last_ok = time.time()
+
+    def unavailable(self, reason: str, *, retry_after: float | None = None, maintenance: bool = False) -> None:
+        """Nextcloud answered 503/429/5xx or not at all: pause everyone until a probe says it is back."""
+        now = time.time()
+        was_usable = self.usable
+        if self.outage is None:
+            self.outage = _Outage(since=now, reason=reason, maintenance=maintenance)
+            log.warning("Nextcloud unavailable (%s): pausing all work and probing status.php", reason)
+        else:
+            self.outage.reason, self.outage.maintenance = reason, maintenance or self.outage.maintenance
+        self._schedule_probe(retry_after)
+        self._after_change(was_usable)
+
+    def _schedule_probe(self, retry_after: float | None) -> None:
+        assert self.outage is not None
+        interval = min(2.0 ** self.outage.failures, self.max_probe_interval)
+        if retry_after is not None and not self.outage.maintenance:
+            # Maintenance answers carry a fixed Retry-After (120 s); status.php says when it really ends.
+            interval = max(interval, min(retry_after, self.max_retry_after))
+        self.outage.next_probe = max(self.outage.next_probe, time.time() + interval)
+
+    def _recovered(self) -> None:
+        if self.outage is None:
+            return
+        was_usable = self.usable
+        log.info("Nextcloud answers again after %.0f s unavailable", time.time() - self.outage.since)
+        self.outage = None
+        self._after_change(was_usable)
+
+    # --- admission and waiting -------------------------------------------------------------------
+
+    async def admit(self) -> None:
+        """Return if a request may be sent now, else raise :class:`Paused` at once (never sleeps long).
+
+        With remembered credentials the first caller checks them with one request; others wait
+        for that answer, so a secret AppAPI forgot costs one failed login, not a burst.
+        """
+        if self.credentials == "remembered":
+            await self._check_credentials()
+        if self.credentials != "confirmed":
+            raise Paused(self.pause_reason() or "", credentials=True)
+        if self.outage is not None:
+            raise Paused(self.pause_reason() or "", credentials=False)
+
+    async def _check_credentials(self) -> None:
+        async with self._probe_lock:
+            if self.credentials not in ("remembered", "refused") or self._credential_probe is None:
+                return
+            result = await self._credential_probe()
+            if result == "ok":
+                self._set_credentials("confirmed")
+            elif result == "disabled":
+                self._set_credentials("disabled")
+            elif result == "refused":
+                self.credentials_refused("checked with one request")
+
+    async def check_user_refusal(self) -> bool:
+        """A request as some user got 401: were the app's own credentials refused (True), or only
+        that user (False: gone or disabled)? One app-level request answers, made once however many
+        requests got the 401 together."""
+        async with self._probe_lock:
+            if self.credentials != "confirmed":
+                return True
+            if self._credential_probe is None:
+                return False
+            if time.monotonic() - self._user_check_at < 5.0:
+                return False  # checked a moment ago and the app's credentials worked
+            result = await self._credential_probe()
+            if result == "ok":
+                self._user_check_at = time.monotonic()
+        if result == "refused":
+            self.credentials_refused("a request as a user got 401 and so did the app itself")
+            return True
+        return False
+
+    async def wait_usable(self) -> None:
+        """Wait until requests may be sent; probes reachability meanwhile (one prober at a time)."""
+        while True:
+            if self.credentials == "remembered":
+                with contextlib.suppress(Exception):
+                    await self._check_credentials()
+            if self.usable:
+                return
+            changed = self._changed
+            if self.credentials == "confirmed" and self.outage is not None:
+                delay = self.outage.next_probe - time.time()
+                if delay <= 0:
+                    await self._probe_status()
+                    continue
+            elif self.credentials == "refused":
+                delay = self.credentials_since + self.credential_retry_seconds - time.time()
+                if delay <= 0:
+                    log.info("Retrying the app's credentials with one request")
+                    self.credentials_since = time.time()
+                    await self._check_credentials()
+                    continue
+            else:
+                delay = 60.0  # unknown or disabled: only AppAPI calling us changes this
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=max(min(delay, 60.0), 0.05))
+
+    async def _probe_status(self) -> None:
+        async with self._probe_lock:
+            if self.outage is None or self.outage.next_probe > time.time() or self._status_probe is None:
+                return
+            try:
+                result, retry_after = await self._status_probe()
+            except Exception as exc:  # noqa: BLE001 - any failure of the probe means "not yet"
+                result, retry_after = "down", None
+                log.debug("Nextcloud status probe failed: %s", exc)
+            if result == "up":
+                self._recovered()
+                return
+            self.outage.failures += 1
+            self.outage.maintenance = result == "maintenance"
+            self._schedule_probe(retry_after)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
