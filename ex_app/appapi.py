@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.responses import PlainTextResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -98,3 +99,64 @@ class AppAPIAuth:
         if self._on_verified is not None:
             self._on_verified(scope["path"])
         await self.app(scope, receive, send)
+
+
+def behind_buffering_proxy(headers: Headers) -> bool:
+    """True for a request relayed by AppAPI's PHP proxy, which buffers whole responses.
+
+    The PHP proxy marks what it forwards with ``X-Origin-IP``; HaRP (``HP_SHARED_KEY`` set) streams.
+    Over the PHP proxy nothing reaches the client before the response ends, so a server-initiated
+    request sent mid-call never arrives, and a chunked response arrives broken.
+    """
+    return "x-origin-ip" in headers and not os.environ.get("HP_SHARED_KEY")
+
+
+class WholeResponsesForPHPProxy:
+    """ASGI middleware: behind AppAPI's PHP proxy, answer with whole bodies and a Content-Length.
+
+    AppAPI 32 removes the upstream ``Transfer-Encoding`` header only when spelled exactly so; our
+    server sends it in lower case, so the proxy forwarded ``transfer-encoding: chunked`` with a body
+    it had already de-chunked, and no client could read a streamed (SSE) answer. Collecting the
+    body first costs nothing there: the proxy buffers it anyway. A GET on the MCP endpoint opens a
+    server-to-client stream that would never end through that proxy while holding one of
+    Nextcloud's PHP workers, so it is refused with 405, as the MCP transport allows.
+    """
+
+    def __init__(self, app: ASGIApp, stream_paths: frozenset[str] = frozenset({"/mcp"})) -> None:
+        self.app = app
+        self.stream_paths = stream_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not behind_buffering_proxy(Headers(scope=scope)):
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "GET" and scope["path"] in self.stream_paths:
+            response = PlainTextResponse(
+                "No server-to-client stream through AppAPI's buffering proxy", status_code=405,
+                headers={"Allow": "POST, DELETE"},
+            )
+            await response(scope, receive, send)
+            return
+        start: Message = {}
+        parts: list[bytes] = []
+
+        async def collect(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body":
+                return
+            parts.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            body = b"".join(parts)
+            headers = [
+                (name, value) for name, value in start.get("headers", [])
+                if name.lower() not in (b"content-length", b"transfer-encoding")
+            ]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, collect)

@@ -49,7 +49,8 @@ class ServerThread:
         self.port = sock.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, server_header=False, lifespan="on", timeout_graceful_shutdown=2
+            app, log_level="warning", access_log=False, server_header=False, lifespan="on", timeout_graceful_shutdown=2,
+            http="httptools",  # the proxy's header quirks rely on how this implementation frames bodies
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -203,8 +204,12 @@ class FakeNextcloud:
 
     def set_maintenance(self, on: bool) -> None:
         """``occ maintenance:mode --on/--off``: 503 everywhere but status.php, webhook worker stopped."""
-        self.state.maintenance = on
+        self.state.maintenance.on = on
         self.state.webhooks.wake()
+
+    def refused_in_maintenance(self) -> int:
+        """Requests (other than status.php) answered 503 because of maintenance mode so far."""
+        return sum(self.state.maintenance.refused.values())
 
     def bruteforce_attempts(self, ip: str = "127.0.0.1") -> int:
         """``occ security:bruteforce:attempts IP``: failed logins recorded for the address (12 h)."""

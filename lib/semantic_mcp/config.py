@@ -27,6 +27,8 @@ class Deployment:
     chroma_port: int = 8000
     log_level: str = "INFO"
     search_fusion: str = "convex"  # SEARCH_FUSION: convex (measured best) or rrf (reciprocal rank fusion)
+    # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
+    nextcloud_ai_recheck_seconds: float = 300.0
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
@@ -38,6 +40,7 @@ class Deployment:
             chroma_port=int(env.get("CHROMA_PORT") or 8000),
             log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
             search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "convex", ("convex", "rrf")),
+            nextcloud_ai_recheck_seconds=float(env.get("NEXTCLOUD_AI_RECHECK_SECONDS") or 300.0),
         )
 
 
@@ -76,7 +79,15 @@ class AdminSettings:
     reranking: bool = True
     sampling_timeout_seconds: float = 20.0
     legacy_sampling_timeout_seconds: float = 6.0
+    nextcloud_ai_answers: bool = True  # answer through Nextcloud's TaskProcessing when the client cannot sample
+    nextcloud_ai_timeout_seconds: float = 30.0
+    index_nextcloud_examples: bool = False  # the example files Nextcloud puts in every new account
     users_enabled_by_default: bool = True
+    # OAuth 2.1 for connector clients (lib/semantic_mcp/oauth, ADR 0100)
+    oauth_enabled: bool = True
+    oauth_scopes: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)  # what OAuth clients may be granted
+    oauth_metadata_hosts: tuple[str, ...] = ()  # allow-list of client metadata hosts; empty = any public host
+    oauth_allow_private_metadata_hosts: bool = False  # loopback/private addresses for client metadata (tests)
 
     def source_enabled(self, doc_type: DocType) -> bool:
         return bool(getattr(self, f"index_{doc_type}s"))
@@ -87,14 +98,18 @@ class AdminSettings:
 
     @classmethod
     def from_values(cls, values: dict[str, str | None]) -> AdminSettings:
-        """Build from the string values Nextcloud stores; unknown keys and bad values fall back to defaults."""
+        """Build from the string values Nextcloud stores; unknown keys and bad values fall back to defaults.
+
+        The admin page stores a ticked checkbox as ``"1"`` and an unticked one as ``""``, so for a
+        switch ``""`` means off; for every other kind of field it means "not set".
+        """
         defaults = cls()
         parsed: dict[str, object] = {}
         for f in fields(cls):
             raw = values.get(f.name)
-            if raw is None or raw == "":
-                continue
             default = getattr(defaults, f.name)
+            if raw is None or (raw == "" and not isinstance(default, bool)):
+                continue
             try:
                 if isinstance(default, bool):
                     parsed[f.name] = str(raw).strip().lower() in ("1", "true", "yes", "on")

@@ -1,0 +1,138 @@
+"""What every test stack offers, whichever Nextcloud it runs against (the fake or a real one).
+
+Tests talk to the app only as its users and admins do: the official MCP client through the
+AppAPI proxy with an app password (or, for the streaming-path tests, on the app's own port with
+AppAPI's headers), and Nextcloud's own APIs to change content and settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version
+from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
+
+
+class McpHarness:
+    """Subclasses set ``nextcloud_url``, ``exapp`` and implement :meth:`app_password` and :meth:`flush_events`."""
+
+    nextcloud_url: str
+    exapp: ExAppProcess | None = None
+
+    def app_password(self, user: str) -> str:
+        raise NotImplementedError
+
+    def flush_events(self, timeout: float) -> None:
+        """Wait until Nextcloud has delivered the change events queued so far."""
+        raise NotImplementedError
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.nextcloud_url}/index.php/apps/app_api/proxy/{APP_ID}/mcp"
+
+    def auth_headers(self, user: str, *, bearer: bool = True) -> dict[str, str]:
+        password = self.app_password(user)
+        if bearer:
+            return {"Authorization": f"Bearer {password}"}
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    # --- MCP clients ------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def client(
+        self,
+        user: str,
+        *,
+        mode: str = "auto",
+        sampling_callback: Callable[..., Any] | None = None,
+        direct: bool = False,
+        bearer: bool = True,
+        read_timeout: float = 120.0,
+    ) -> AsyncIterator[Client]:
+        """The official MCP client as ``user``: through the proxy with an app password, or ``direct``ly
+        on the app's port (the streaming path) with AppAPI's headers."""
+        if direct:
+            assert self.exapp is not None
+            token = base64.b64encode(f"{user}:{self.exapp.secret}".encode()).decode()
+            headers = {"authorization-app-api": token, "ex-app-id": APP_ID, "ex-app-version": app_version(),
+                       "aa-version": "32.0.0"}
+            url = f"{self.exapp.url}/mcp"
+        else:
+            headers = self.auth_headers(user, bearer=bearer)
+            url = self.mcp_url
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=read_timeout))
+        async with http, Client(
+            streamable_http_client(url, http_client=http), mode=mode, sampling_callback=sampling_callback
+        ) as client:
+            yield client
+
+    async def call(self, user: str, tool: str, args: dict[str, Any] | None = None, **client_options: Any) -> Any:
+        async with self.client(user, **client_options) as client:
+            return await client.call_tool(tool, args or {})
+
+    async def search(self, user: str, query: str, **args: Any) -> dict[str, Any]:
+        result = await self.call(user, "nc_semantic_search", {"query": query, "use_query_analysis": False, **args})
+        assert not result.is_error, result.content
+        return result.structured_content
+
+    async def status(self, user: str) -> dict[str, Any]:
+        result = await self.call(user, "nc_get_vector_sync_status")
+        assert not result.is_error, result.content
+        return result.structured_content
+
+    async def titles(self, user: str, query: str, **args: Any) -> list[str]:
+        return [hit["title"] for hit in (await self.search(user, query, **args))["results"]]
+
+    async def wait_idle(self, user: str, timeout: float = 120.0) -> dict[str, Any]:
+        """Wait until change events are delivered and nothing is pending for ``user``."""
+        self.flush_events(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            status = await self.status(user)
+            if sum(source["pending"] for source in status["sources"].values()) == 0:
+                return status
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"still pending after {timeout}s: {status['sources']}")
+            await asyncio.sleep(0.3)
+
+    async def eventually(self, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.4) -> Any:
+        """Await ``check()`` until it returns something truthy (it may be sync or async)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if asyncio.iscoroutine(value):
+                value = await value
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not met within {timeout}s; last value {value!r}")
+            await asyncio.sleep(interval)
+
+    # --- the admin -----------------------------------------------------------------------------------
+
+    def admin_auth(self) -> tuple[str, str]:
+        return ("admin", self.app_password("admin"))
+
+    def set_admin_field(self, field_id: str, value: Any) -> None:
+        """Change one field of the app's admin settings form exactly as the admin page does."""
+        response = httpx.post(
+            f"{self.nextcloud_url}/ocs/v2.php/settings/api/declarative/value",
+            json={"app": APP_ID, "formId": ADMIN_FORM_ID, "fieldId": field_id, "value": value},
+            headers={"OCS-APIRequest": "true", "Accept": "application/json"},
+            auth=self.admin_auth(),
+            timeout=30,
+        )
+        assert response.status_code == 200, (response.status_code, response.text)
+
+    def log(self) -> str:
+        return self.exapp.log_text() if self.exapp else ""

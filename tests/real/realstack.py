@@ -1,0 +1,110 @@
+"""The system under test on a real Nextcloud 32: the real ExApp process, registered the way AppAPI does it.
+
+``occ app_api:app:register … --json-info`` with the routes of ``appinfo/info.xml`` and
+``--wait-finish`` on nc-kit's ``manual_install`` daemon; users reach the app through the real
+AppAPI PHP proxy with their app passwords. After the first indexing pass the instance and the
+app's storage are saved together, and :meth:`reset` brings both back between test modules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version, free_port, routes_from_info_xml
+from harness import McpHarness
+from kit import RealNextcloud
+from nextcloud_api import NextcloudUser
+
+SECRET = "real-tier-secret-0123456789abcdef0123456789"
+
+
+class RealStack(McpHarness):
+    def __init__(self, nc: RealNextcloud, workdir: Path, env: dict[str, str] | None = None) -> None:
+        self.nc = nc
+        self.workdir = workdir
+        self.port = free_port()
+        self.env = {"SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        self.exapp: ExAppProcess | None = None
+        self._users: dict[str, NextcloudUser] = {}
+        self.dirty = True  # False while Nextcloud and the storage are exactly as saved
+
+    @property
+    def nextcloud_url(self) -> str:  # type: ignore[override]
+        return self.nc.url
+
+    @property
+    def storage(self) -> Path:
+        return self.workdir / "storage"
+
+    def app_password(self, user: str) -> str:
+        return self.nc.app_password(user)
+
+    def flush_events(self, timeout: float) -> None:
+        self.nc.flush_webhooks(timeout)
+
+    def user(self, name: str) -> NextcloudUser:
+        """``name``'s own Nextcloud API calls (Notes, WebDAV, CalDAV, CardDAV, Deck, sharing)."""
+        if name not in self._users:
+            self._users[name] = NextcloudUser(self.nc.url, name, self.nc.app_password(name))
+        return self._users[name]
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def json_info(self) -> str:
+        return json.dumps({
+            "id": APP_ID, "name": "Semantic MCP", "daemon_config_name": "manual_install", "version": app_version(),
+            "secret": SECRET, "port": self.port, "routes": routes_from_info_xml(),
+        })
+
+    def register(self) -> None:
+        self.nc.occ("app_api:app:register", APP_ID, "manual_install", "--json-info", self.json_info(), "--wait-finish")
+
+    def unregister(self) -> None:
+        self.nc.occ("app_api:app:unregister", APP_ID, "--silent", "--force", check=False)
+
+    def start_exapp(self) -> ExAppProcess:
+        self.exapp = ExAppProcess(
+            self.nc.url, self.storage, secret=SECRET, port=self.port, log_path=self.workdir / "exapp.log",
+            env=self.env,
+        ).start()
+        return self.exapp
+
+    def stop_exapp(self) -> None:
+        if self.exapp:
+            self.exapp.stop()
+
+    def start(self) -> RealStack:
+        """Register on the pristine instance, wait for the first indexing pass, save both sides."""
+        self.start_exapp()
+        self.register()
+        asyncio.run(self.eventually(self._backfill_done, timeout=300, interval=1.0))
+        self.stop_exapp()
+        self.nc.save()
+        shutil.rmtree(self.workdir / "storage.saved", ignore_errors=True)
+        shutil.copytree(self.storage, self.workdir / "storage.saved")
+        self.start_exapp()
+        self.dirty = False
+        return self
+
+    async def _backfill_done(self) -> bool:
+        return (await self.status("alice"))["initial_indexing_progress"] == 100
+
+    def reset(self) -> None:
+        """Nextcloud and the app's storage as they were right after the first indexing pass."""
+        if not self.dirty:
+            return
+        self.stop_exapp()
+        self.nc.restore()
+        shutil.rmtree(self.storage, ignore_errors=True)
+        shutil.copytree(self.workdir / "storage.saved", self.storage)
+        self.start_exapp()
+        self.dirty = False
+
+    def stop(self) -> None:
+        self.stop_exapp()
+        for client in self._users.values():
+            client.close()
+        self._users.clear()
