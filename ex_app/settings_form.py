@@ -72,6 +72,11 @@ ADMIN_FORM = SettingsForm(
               f"{READ_SCOPE} allows search and status, {WRITE_SCOPE} allows users to turn their indexing on and off"),
         _checkbox("query_analysis", "Query analysis by the client's model", "Uses MCP sampling where the client offers it"),
         _checkbox("reranking", "Re-ranking by the client's model", "Uses MCP sampling where the client offers it"),
+        _checkbox("nextcloud_ai_answers", "Answers from Nextcloud's own AI when the client cannot sample",
+                  "Uses the Assistant's text generation provider (TaskProcessing), as the asking user, if one is "
+                  "installed"),
+        _text("nextcloud_ai_timeout_seconds", "Longest wait for Nextcloud's AI (seconds)",
+              "After this the answer tool returns the sources alone", kind=SettingsFieldType.NUMBER),
         _checkbox("users_enabled_by_default", "Index every user by default",
                   "When off, users opt in with the nc_enable_vector_sync tool"),
     ],

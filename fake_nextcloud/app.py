@@ -18,6 +18,7 @@ from .davxml import DavError
 from .outages import MaintenanceMode, MaxDelayReached, max_delay_response
 from .responses import JsonError, OcsError, json_response, ocs_response
 from .state import State
+from . import taskprocessing
 
 NOT_AUTHENTICATED = "Sabre\\DAV\\Exception\\NotAuthenticated"
 WWW_AUTHENTICATE = {"WWW-Authenticate": 'Basic realm="Nextcloud", charset="UTF-8"'}
@@ -83,6 +84,7 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
 
     routes: list[BaseRoute] = [
         *ocs.ROUTES,
+        *taskprocessing.ROUTES,
         *webhooks.ROUTES,
         *appapi.ROUTES,
         *dav.ROUTES,

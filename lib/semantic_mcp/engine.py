@@ -24,6 +24,7 @@ from .indexing.reconcile import reconcile_source
 from .indexing.state import IndexState
 from .keyword import KeywordIndex
 from .nextcloud import NextcloudClient
+from .search.assistant import NextcloudAssistant
 from .search.retrieval import Fusion, HybridRetriever
 from .search.sampling import SamplingGate
 from .search.service import SearchService, iso
@@ -66,6 +67,9 @@ class Engine:
             "rerank": SamplingGate("re-ranking"),
             "answer": SamplingGate("answer"),
         }
+        # Answers through Nextcloud's own AI when the client cannot sample.
+        recheck = deployment.nextcloud_ai_recheck_seconds
+        self.assistant = NextcloudAssistant(nc, no_provider_ttl=recheck, provider_ttl=recheck)
         self.pipeline = Pipeline(
             self.state, self.sources, nc, _LazyStore(self), self.keyword, self.embedder, self.is_user_enabled
         )

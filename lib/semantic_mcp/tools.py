@@ -35,6 +35,7 @@ from .documents import DocType
 from .search import prompts
 from .search.filters import SearchFilters
 from .search.intent import read_intent
+from .search.assistant import AssistantAnswer
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
 from .search.service import Retrieved, SearchHit, merge_filters
 
@@ -240,13 +241,9 @@ def build_server(
         docs = _ranked(retrieved, ranking)[:limit]
         if not docs:
             return Fallback("no documents")
-        blocks = [
-            prompts.document_block(i + 1, str(c.metadata.get("doc_type")), str(c.metadata.get("title", "")), c.metadata, c.text)
-            for i, c in enumerate(docs)
-        ]
         settings = engine.settings()
         return await ask(ctx, gates["answer"], principal(ctx),
-                         prompts.answer_request(query, blocks, max_answer_tokens),
+                         prompts.answer_request(query, _document_blocks(docs), max_answer_tokens),
                          legacy_timeout=settings.legacy_sampling_timeout_seconds)
 
     # --- tools ----------------------------------------------------------------------------------
@@ -295,8 +292,8 @@ def build_server(
         title="Answer from Nextcloud, with citations",
         description=(
             "Answer a question from the user's own Nextcloud content. Retrieves the most relevant items and has "
-            "the client's model write an answer that cites them as [1], [2]. When the client cannot sample, "
-            "returns the sources with a note instead."
+            "the client's model write an answer that cites them as [1], [2]. When the client cannot sample, the "
+            "answer comes from Nextcloud's own AI if the admin has set one up, else the sources with a note."
         ),
         annotations=read_only,
     )
@@ -332,11 +329,10 @@ def build_server(
             reason = outcome.reason if isinstance(outcome, Fallback) else "unknown"
             if not isinstance(answer, Fallback):
                 engine.gates["answer"].failure(user, reason)
-            listing = "\n".join(f"[{s.number}] {s.title} — {s.link}" for s in sources)
-            return AnswerResult(
-                generated_answer=f"[Sampling unavailable: {reason}] The most relevant documents are:\n{listing}",
-                sources=sources, total_found=retrieved.total_found, search_method=method, notes=notes,
-            )
+            return await _answer_without_sampling(engine, user, query, docs, reason, AnswerResult(
+                generated_answer="", sources=sources, total_found=retrieved.total_found, search_method=method,
+                notes=notes,
+            ))
         if not isinstance(answer, Sampled):  # it came through an input-required round
             engine.gates["answer"].success(user)
         return AnswerResult(
@@ -402,6 +398,34 @@ def _ambiguous(candidates: list[Any], limit: int) -> bool:
         return True
     best, edge = top[0].dense_score, candidates[limit].dense_score
     return best is not None and edge is not None and best - edge < AMBIGUOUS_SIMILARITY_GAP
+
+
+def _document_blocks(docs: list[Any]) -> list[str]:
+    """The retrieved documents as the answer prompt shows them, numbered as the answer cites them."""
+    return [
+        prompts.document_block(i + 1, str(c.metadata.get("doc_type")), str(c.metadata.get("title", "")), c.metadata, c.text)
+        for i, c in enumerate(docs)
+    ]
+
+
+async def _answer_without_sampling(
+    engine: "Engine", user: str, query: str, docs: list[Any], reason: str, result: AnswerResult
+) -> AnswerResult:
+    """The client's model did not answer (``reason``): ask Nextcloud's own AI with the same prompt,
+    as ``user``; without one, list the sources."""
+    settings = engine.settings()
+    if settings.nextcloud_ai_answers:
+        got = await engine.assistant.answer(user, prompts.answer_prompt(query, _document_blocks(docs)),
+                                            timeout=settings.nextcloud_ai_timeout_seconds)
+        if isinstance(got, AssistantAnswer):
+            result.notes.append(f"Answer written by Nextcloud's own AI (task {got.task_id}): the client's model "
+                                f"could not be asked ({reason})")
+            return result.model_copy(update={"generated_answer": got.text, "model_used": got.provider})
+        reason = f"{reason}; {got.reason}"
+    listing = "\n".join(f"[{s.number}] {s.title} — {s.link}" for s in result.sources)
+    return result.model_copy(
+        update={"generated_answer": f"[Sampling unavailable: {reason}] The most relevant documents are:\n{listing}"}
+    )
 
 
 def _rerank_keys(retrieved: Retrieved) -> list[str]:

@@ -161,11 +161,21 @@ def document_block(index: int, doc_type: str, title: str, metadata: dict[str, An
     return f"<document {' '.join(attrs)}>\n{_escape(text)}\n</document>"
 
 
-def answer_request(query: str, blocks: list[str], max_tokens: int) -> Sample:
-    body = (
+def _answer_body(query: str, blocks: list[str]) -> str:
+    return (
         "<documents>\n" + "\n".join(blocks) + "\n</documents>\n\n"
         "Answer the question below from these documents only, citing them by number.\n"
         f"<question>\n{_escape(query)}\n</question>"
     )
-    return Sample(_message(body), max_tokens=max_tokens, system_prompt=ANSWER_SYSTEM, temperature=0.2)
+
+
+def answer_request(query: str, blocks: list[str], max_tokens: int) -> Sample:
+    return Sample(_message(_answer_body(query, blocks)), max_tokens=max_tokens, system_prompt=ANSWER_SYSTEM,
+                  temperature=0.2)
+
+
+def answer_prompt(query: str, blocks: list[str]) -> str:
+    """The same request as one text, for a model that takes a single prompt (Nextcloud's
+    ``core:text2text`` task has no separate system prompt): the rules first, then the documents."""
+    return f"{ANSWER_SYSTEM}\n\n{_answer_body(query, blocks)}"
 
