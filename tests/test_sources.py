@@ -250,18 +250,32 @@ async def test_batched_check_failing_leaves_the_ids_unverified(nc: NextcloudClie
     assert verdicts == {"30": None, "55": None}  # "cannot say now" is not "no access"
 
 
-async def test_per_document_checks_are_bounded_and_transient_is_unknown(
+def _multistatus(*hrefs: str) -> bytes:
+    """A multiget answer as Nextcloud 32 gives it: only the objects that exist, no 404 entries."""
+    responses = "".join(
+        f"<d:response><d:href>{href}</d:href><d:propstat><d:prop><d:getetag>&quot;e&quot;</d:getetag></d:prop>"
+        f"<d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>" for href in hrefs
+    )
+    return f'<?xml version="1.0"?><d:multistatus xmlns:d="DAV:">{responses}</d:multistatus>'.encode()
+
+
+async def test_contacts_are_checked_with_one_multiget_per_address_book_never_head(
     nc: NextcloudClient, httpx_mock: HTTPXMock
 ) -> None:
-    """Sources without a batch request check each document (the default ``readable``)."""
-    home = f"{BASE}/remote.php/dav/addressbooks/users/alice/contacts/"
-    httpx_mock.add_response(method="HEAD", url=f"{home}a.vcf", status_code=200)
-    httpx_mock.add_response(method="HEAD", url=f"{home}b.vcf", status_code=404)
-    httpx_mock.add_response(method="HEAD", url=f"{home}c.vcf", status_code=503)
-    verdicts = await ContactsSource().readable(
-        nc, "alice", ["contacts/a.vcf", "contacts/b.vcf", "contacts/c.vcf"], slots=asyncio.Semaphore(2), timeout=5
-    )
-    assert verdicts == {"contacts/a.vcf": True, "contacts/b.vcf": False, "contacts/c.vcf": None}
+    """HEAD on a contact answers 500 on a real Nextcloud 32 (carddav_head_500): never used."""
+    home = "/remote.php/dav/addressbooks/users/alice/"
+    httpx_mock.add_response(method="REPORT", url=f"{BASE}{home}contacts/", status_code=207,
+                            content=_multistatus(f"{home}contacts/a.vcf"))
+    httpx_mock.add_response(method="REPORT", url=f"{BASE}{home}work_shared_by_bob/", status_code=404)
+    httpx_mock.add_response(method="REPORT", url=f"{BASE}{home}flaky/", status_code=503)
+    ids = ["contacts/a.vcf", "contacts/b.vcf", "work_shared_by_bob/c.vcf", "work_shared_by_bob/d.vcf", "flaky/e.vcf"]
+    verdicts = await ContactsSource().readable(nc, "alice", ids, slots=asyncio.Semaphore(2), timeout=5)
+    assert verdicts == {"contacts/a.vcf": True, "contacts/b.vcf": False,  # absent from the answer: gone
+                        "work_shared_by_bob/c.vcf": False, "work_shared_by_bob/d.vcf": False,  # unshared book
+                        "flaky/e.vcf": None}  # "cannot say now" is not "no access"
+    requests = httpx_mock.get_requests()
+    assert [r.method for r in requests] == ["REPORT"] * 3
+    assert b"addressbook-multiget" in requests[0].content and requests[0].content.count(b"<d:href>") == 2
 
 
 async def test_files_deleted_between_search_and_download(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
@@ -333,7 +347,7 @@ async def test_deck_fetch(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     assert doc.link == "/apps/deck/#/board/2/card/6"
     assert doc.version.startswith("64a1495fcbdc7b08feffec4b10dea6c1-")
     assert doc.event_start == int(datetime(2026, 12, 31, 12, tzinfo=UTC).timestamp())
-    assert doc.extra == {"board_id": "2", "stack_id": "5"}
+    assert doc.extra == {"board_id": "2", "stack_id": "5", "owner": "alice"}
     assert doc.text == "Deck card: First card\nBoard: Test board / To do\nDue: 2026-12-31 12:00 UTC\n\ncard body"
 
 
@@ -467,7 +481,7 @@ async def test_calendar_objects_of_generated_calendars_count_as_not_found(
 
 async def test_calendar_event_of_another_user(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     event = f"{BASE}/remote.php/dav/calendars/bob/personal/test-event-0001.ics"
-    httpx_mock.add_response(method="HEAD", url=event, status_code=404)
+    httpx_mock.add_response(method="PROPFIND", url=event, status_code=404)
     bob_home = f"{BASE}/remote.php/dav/calendars/bob/"
     httpx_mock.add_response(method="PROPFIND", url=bob_home, **recording("caldav_calendars"))
     httpx_mock.add_response(url=event, **recording("bob_caldav_alice"))
@@ -619,7 +633,7 @@ async def test_contacts_fetch(nc: NextcloudClient, httpx_mock: HTTPXMock) -> Non
 
 async def test_contact_of_another_user(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     url = f"{BASE}/remote.php/dav/addressbooks/users/bob/contacts/test-contact-0001.vcf"
-    httpx_mock.add_response(method="HEAD", url=url, status_code=404)
+    httpx_mock.add_response(method="PROPFIND", url=url, status_code=404)
     assert not await ContactsSource().can_read(nc, "bob", "contacts/test-contact-0001.vcf")
 
 
@@ -684,8 +698,8 @@ def test_broken_vcard_is_skipped(text: str) -> None:
         ("note", "GET", f"{NOTES}/22?exclude=content", "22"),
         ("file", "SEARCH", f"{BASE}/remote.php/dav/", "30"),
         ("deck_card", "GET", f"{DECK}/boards?details=true", "6"),
-        ("calendar_event", "HEAD", f"{PERSONAL}test-event-0001.ics", "personal/test-event-0001.ics"),
-        ("contact", "HEAD", f"{BOOKS}contacts/test-contact-0001.vcf", "contacts/test-contact-0001.vcf"),
+        ("calendar_event", "PROPFIND", f"{PERSONAL}test-event-0001.ics", "personal/test-event-0001.ics"),
+        ("contact", "PROPFIND", f"{BOOKS}contacts/test-contact-0001.vcf", "contacts/test-contact-0001.vcf"),
     ],
 )
 async def test_server_errors_are_transient_never_gone(

@@ -47,6 +47,8 @@ def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
         base["event_start"] = int(doc.event_start)
     if doc.event_end is not None:
         base["event_end"] = int(doc.event_end)
+    if owner := doc.extra.get("owner"):  # decides what an unverifiable hit becomes (search/verify.py)
+        base["owner"] = owner
     return base
 
 
@@ -174,8 +176,8 @@ class Pipeline:
             return None
         except UserRefused:
             # The app's own credentials work (checked), so AppAPI refuses this account: gone or disabled.
-            log.warning("Dropping %s for user %r: Nextcloud no longer acts as them (HTTP 401; the app's own "
-                        "credentials work)", ref.key, ref.user)
+            log.warning("Dropping %s for unknown user %r: Nextcloud refuses to act as them (HTTP 401), while "
+                        "the app's own credentials work", ref.key, ref.user)
             self.state.complete(task)
             return None
         except Transient as exc:  # e.g. a timeout on this one request

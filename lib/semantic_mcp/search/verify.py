@@ -2,17 +2,25 @@
 
 The index can lag behind Nextcloud (a share revoked a second ago, a file deleted while the
 webhook worker was down), so before a hit leaves the server it is checked *as the calling user*
-against Nextcloud itself. Gone or forbidden (404/403) means drop it and schedule its removal;
-a transient failure keeps it (the index is still the best knowledge we have, and the document
-was readable when indexed). Each source checks its hits in as few requests as its API allows
-(files and notes: one WebDAV SEARCH for many file ids); requests run concurrently within a
-bound, each with a timeout, so a slow server cannot stall a search.
+against Nextcloud itself. Gone or forbidden (404/403) means drop it and schedule its removal.
+Each source checks its hits in as few requests as its API allows: one WebDAV SEARCH for files and
+notes, one multiget per calendar or address book, one request per Deck board (ADR-0010).
+
+When Nextcloud cannot answer in time the hit is *unverifiable*, and what it becomes is decided
+here, explicitly: the caller's own document is served (the index can only be stale about it, and
+the result says how many were not re-checked); a document shared with the caller, or whose owner
+the index does not know, is withheld (the result says how many). Behind AppAPI's PHP proxy every
+search holds one of Nextcloud's PHP workers while the app calls back, so a saturated Nextcloud
+cannot answer those calls until searches give up; after a check times out, checks are skipped
+(short-circuited) for a few seconds so searches answer at once instead of queueing behind
+Nextcloud, and one search then tries again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -32,7 +40,8 @@ class HasDocKey(Protocol):
 class Verification:
     kept: list
     dropped: list[DocRef]
-    unverified: int  # kept because Nextcloud could not answer in time
+    unverified: int  # the caller's own hits, served although Nextcloud could not re-check them in time
+    withheld: int = 0  # shared (or unknown-owner) hits left out because Nextcloud could not re-check them
 
 
 class Verifier:
@@ -43,31 +52,59 @@ class Verifier:
         on_gone: Callable[[list[DocRef]], None],
         *,
         concurrency: int = 12,
-        timeout: float = 5.0,
+        timeout: float = 3.0,
+        short_circuit_seconds: float = 5.0,
     ) -> None:
         self.nc = nc
         self._sources = sources
         self._on_gone = on_gone
         self._semaphore = asyncio.Semaphore(concurrency)
         self.timeout = timeout
+        self.short_circuit_seconds = short_circuit_seconds
+        self._skip_until = 0.0  # monotonic time until which checks are not attempted
+        self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0}
 
     async def verify(self, user: str, hits: Sequence[HasDocKey]) -> Verification:
         refs = [_ref(user, hit.doc_key) for hit in hits]
+        verdicts = await self._verdicts(user, refs)
+        kept, dropped, unverified, withheld = [], [], 0, 0
+        for hit, ref in zip(hits, refs, strict=True):
+            verdict = verdicts[ref.key]
+            if verdict is False:
+                dropped.append(ref)
+            elif verdict is True:
+                kept.append(hit)
+            elif _owner(hit) == user:
+                kept.append(hit)
+                unverified += 1
+            else:
+                withheld += 1
+        self.metrics["checked"] += len(refs)
+        self.metrics["unverified_served"] += unverified
+        self.metrics["withheld"] += withheld
+        if dropped:
+            log.info("Dropped %d hit(s) %s can no longer open; removing them from the index", len(dropped), user)
+            self._on_gone(dropped)
+        if unverified or withheld:
+            log.info("Nextcloud could not re-check %d hit(s) for %s in time: served %d of their own, withheld %d "
+                     "shared with them", unverified + withheld, user, unverified, withheld)
+        return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
+
+    async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
+        if time.monotonic() < self._skip_until:
+            self.metrics["short_circuited_searches"] += 1
+            return dict.fromkeys((ref.key for ref in refs), None)
         by_type: dict[str, list[str]] = {}
         for ref in refs:
             by_type.setdefault(ref.doc_type, []).append(ref.source_id)
         verdicts: dict[str, bool | None] = {}
         for part in await asyncio.gather(*(self._check(user, doc_type, ids) for doc_type, ids in by_type.items())):
             verdicts.update(part)
-        kept = [hit for hit, ref in zip(hits, refs, strict=True) if verdicts[ref.key] is not False]
-        dropped = [ref for ref in refs if verdicts[ref.key] is False]
-        unverified = sum(1 for ref in refs if verdicts[ref.key] is None)
-        if dropped:
-            log.info("Dropped %d hit(s) %s can no longer open; removing them from the index", len(dropped), user)
-            self._on_gone(dropped)
-        if unverified:
-            log.warning("Could not re-check %d hit(s) for %s with Nextcloud; keeping them", unverified, user)
-        return Verification(kept=kept, dropped=dropped, unverified=unverified)
+        if None in verdicts.values() and time.monotonic() >= self._skip_until:
+            self._skip_until = time.monotonic() + self.short_circuit_seconds
+            log.warning("Nextcloud did not answer a re-check within %gs; skipping re-checks for %gs (own results are "
+                        "served unchecked, shared ones withheld)", self.timeout, self.short_circuit_seconds)
+        return verdicts
 
     async def _check(self, user: str, doc_type: str, source_ids: list[str]) -> dict[str, bool | None]:
         """Verdicts by doc key for one type's hits, in as few requests as its source can manage."""
@@ -76,6 +113,12 @@ class Verifier:
             return {f"{doc_type}:{i}": False for i in source_ids}
         result = await source.readable(self.nc, user, source_ids, slots=self._semaphore, timeout=self.timeout)
         return {f"{doc_type}:{i}": result.get(i) for i in source_ids}
+
+
+def _owner(hit: object) -> str | None:
+    """The account owning a hit's document, as the source recorded it at indexing (None: unknown)."""
+    metadata = getattr(hit, "metadata", None) or {}
+    return metadata.get("owner") if isinstance(metadata, dict) else None
 
 
 def _ref(user: str, doc_key: str) -> DocRef:

@@ -46,6 +46,16 @@ class SourceOptions:
     notes_folder: str = "Notes"
 
 
+def owner_extra(owner: str | None) -> dict[str, str]:
+    """``extra`` metadata naming the account that owns a document, when the source knows it.
+
+    Search uses it to decide what a hit becomes when Nextcloud cannot re-check it in time: a
+    document the caller owns may be served (the index can only be stale), one shared with the
+    caller, or of unknown owner, is withheld (see :mod:`semantic_mcp.search.verify`).
+    """
+    return {"owner": owner} if owner else {}
+
+
 def compose_text(heading: str, fields: Iterable[tuple[str, str | None]], body: str = "") -> str:
     """The text every source embeds: a title line, ``Label: value`` metadata lines, a blank line, the body.
 

@@ -17,8 +17,8 @@ from icalendar import Calendar, Event
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, NotFound, strip_etag
-from .base import compose_text
-from .dav_sync import DavSyncSource
+from .base import compose_text, owner_extra
+from .dav_sync import DavSyncSource, collection_owner
 
 CALENDAR_HOME = "/remote.php/dav/calendars/{user}/"
 
@@ -40,7 +40,8 @@ class CalendarSource(DavSyncSource):
     doc_type = "calendar_event"
     home_template = CALENDAR_HOME
     collection_type = "calendar"
-    collection_props = ("d:displayname", "d:resourcetype", "cal:supported-calendar-component-set")
+    collection_props = ("d:displayname", "d:resourcetype", "oc:owner-principal", "cal:supported-calendar-component-set")
+    multiget_report = "cal:calendar-multiget"
 
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         components = entry.prop_list("cal:supported-calendar-component-set")
@@ -70,7 +71,10 @@ class CalendarSource(DavSyncSource):
             return None
         calendar_name = str(payload.get("calendar") or calendar_uri)
         modified = int(payload.get("modified") or 0)
-        return document_from_ics(user, source_id, ics, str(payload.get("etag") or ""), calendar_name, modified)
+        document = document_from_ics(user, source_id, ics, str(payload.get("etag") or ""), calendar_name, modified)
+        if isinstance(document, SourceDocument):
+            document.extra.update(owner_extra(collection_owner(user, calendar_uri, None)))
+        return document
 
 
 def calendar_link(user: str, source_id: str) -> str:

@@ -23,6 +23,7 @@ class ContactsSource(DavSyncSource):
     doc_type = "contact"
     home_template = "/remote.php/dav/addressbooks/users/{user}/"
     collection_type = "addressbook"
+    multiget_report = "card:addressbook-multiget"
 
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         return uri != "z-server-generated--system" and not uri.startswith("z-app-generated--")

@@ -10,11 +10,13 @@ explicitly. Subclasses only say which collections count and how to turn an objec
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 from xml.sax.saxutils import escape
 
 from ..documents import SourceDocument, Skipped
@@ -23,12 +25,13 @@ from ..nextcloud import (
     NextcloudClient,
     NextcloudError,
     NotFound,
+    Transient,
     dav_body,
     http_date_to_ts,
     prop_xml,
     strip_etag,
 )
-from .base import Listing, Source, SourceOptions, is_readable
+from .base import Listing, Source, SourceOptions, is_readable, owner_extra
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +94,13 @@ class DavSyncSource(Source):
 
     home_template: ClassVar[str]  # the user's DAV home, "{user}" quoted in
     collection_type: ClassVar[str]  # the resourcetype an indexable collection has: "calendar", "addressbook"
-    collection_props: ClassVar[tuple[str, ...]] = ("d:displayname", "d:resourcetype")
+    collection_props: ClassVar[tuple[str, ...]] = ("d:displayname", "d:resourcetype", "oc:owner-principal")
+    multiget_report: ClassVar[str]  # "cal:calendar-multiget", "card:addressbook-multiget"
 
     def __init__(self, options: SourceOptions | None = None) -> None:
         super().__init__(options)
         self._names: dict[str, dict[str, str]] = {}  # user -> {collection uri: display name}, as last listed
+        self._owners: dict[str, dict[str, str]] = {}  # user -> {collection uri: owning account}
 
     @abc.abstractmethod
     def keeps(self, uri: str, entry: DavEntry) -> bool:
@@ -134,7 +139,7 @@ class DavSyncSource(Source):
         if collection not in names or not name:
             raise NotFound(f"{self.doc_type} {source_id!r} is not in an indexed collection of {user!r}", 404)
         response = await nc.request(user, "GET", self._object_path(user, source_id))
-        return self.parse(
+        document = self.parse(
             user,
             source_id,
             response.content.decode("utf-8", errors="replace"),
@@ -142,15 +147,59 @@ class DavSyncSource(Source):
             names[collection],
             http_date_to_ts(response.headers.get("Last-Modified")),
         )
+        if isinstance(document, SourceDocument):
+            document.extra.update(owner_extra(self._owners.get(user, {}).get(collection)))
+        return document
 
     async def current_version(self, nc: NextcloudClient, user: str, source_id: str) -> str:
-        """The object's ETag now, from a HEAD (no body); NotFound when it is gone."""
-        response = await nc.request(user, "HEAD", self._object_path(user, source_id))
-        return strip_etag(response.headers.get("ETag"))
+        """The object's ETag now, without its body; NotFound when it is gone. PROPFIND, not HEAD: a real
+        Nextcloud 32 answers HEAD on a contact with 500 (recorded: carddav_head_500)."""
+        entries = await self._propfind_object(nc, user, source_id)
+        return strip_etag(entries[0].prop("d:getetag")) if entries else ""
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
-        """A HEAD on the object: no body, and 404 when it is gone or the collection no longer shared."""
-        return await is_readable(nc.request(user, "HEAD", self._object_path(user, source_id)))
+        """A PROPFIND (Depth 0) on the object: 404 when it is gone or the collection no longer shared."""
+        return await is_readable(self._propfind_object(nc, user, source_id))
+
+    async def _propfind_object(self, nc: NextcloudClient, user: str, source_id: str) -> list[DavEntry]:
+        body = dav_body("d:propfind", prop_xml(["d:getetag"]))
+        entries, _ = await nc.dav(user, "PROPFIND", self._object_path(user, source_id), body, depth="0")
+        return entries
+
+    async def readable(
+        self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
+    ) -> dict[str, bool | None]:
+        """One multiget REPORT per collection (RFC 4791/6352) for all of its hits.
+
+        Objects the user can no longer read are simply absent from the answer; a collection that
+        was deleted or unshared answers 404 as a whole. Not one request on the DAV home: Sabre
+        fails such a REPORT whole as soon as one href's collection is missing.
+        """
+        by_collection: dict[str, list[str]] = {}
+        for source_id in dict.fromkeys(source_ids):
+            collection, _, name = source_id.partition("/")
+            by_collection.setdefault(collection, []).append(source_id)
+
+        async def check(collection: str, ids: list[str]) -> dict[str, bool | None]:
+            if not collection or any(not i.partition("/")[2] for i in ids):
+                return {i: False for i in ids}
+            hrefs = "".join(f"<d:href>{escape(self._object_path(user, i))}</d:href>" for i in ids)
+            body = dav_body(self.multiget_report, prop_xml(["d:getetag"]) + hrefs)
+            path = self._home(user) + quote(collection) + "/"
+            try:
+                async with slots:
+                    entries, _ = await asyncio.wait_for(nc.dav(user, "REPORT", path, body, depth="1"), timeout)
+            except NotFound:
+                return {i: False for i in ids}
+            except (Transient, TimeoutError):
+                return dict.fromkeys(ids)
+            found = {unquote(entry.href.rstrip("/").rpartition("/")[2]) for entry in entries if entry.status == 200}
+            return {i: i.partition("/")[2] in found for i in ids}
+
+        verdicts: dict[str, bool | None] = {}
+        for part in await asyncio.gather(*(check(c, ids) for c, ids in by_collection.items())):
+            verdicts.update(part)
+        return verdicts
 
     async def _sync(
         self, nc: NextcloudClient, user: str, collections: dict[str, str], tokens: dict[str, str]
@@ -178,11 +227,14 @@ class DavSyncSource(Source):
         body = dav_body("d:propfind", prop_xml(self.collection_props))
         entries, _ = await nc.dav(user, "PROPFIND", self._home(user), body, depth="1")
         names: dict[str, str] = {}
+        owners: dict[str, str] = {}
         for entry in entries:
             uri = entry.href.rstrip("/").rpartition("/")[2]
             if self.collection_type in entry.prop_list("d:resourcetype") and self.keeps(uri, entry):
                 names[uri] = entry.prop("d:displayname") or uri
+                owners[uri] = collection_owner(user, uri, entry.prop("oc:owner-principal"))
         self._names[user] = names
+        self._owners[user] = owners
         return names
 
     def _home(self, user: str) -> str:
@@ -192,6 +244,20 @@ class DavSyncSource(Source):
         """The DAV path of an object: ``/remote.php/dav/calendars/alice/personal/event.ics``."""
         collection, _, name = source_id.partition("/")
         return f"{self._home(user)}{quote(collection)}/{quote(name)}"
+
+
+def collection_owner(user: str, uri: str, owner_principal: str | None) -> str:
+    """The account owning a collection in ``user``'s DAV home.
+
+    A collection shared with the user appears as ``<uri>_shared_by_<owner>`` and names its owner in
+    ``oc:owner-principal`` (``principals/users/alice``); the user's own collections carry no such
+    property on Nextcloud 32.
+    """
+    if owner_principal:
+        return owner_principal.rstrip("/").rpartition("/")[2]
+    if "_shared_by_" in uri:
+        return uri.rpartition("_shared_by_")[2]
+    return user
 
 
 def _load_tokens(cursor: str | None) -> dict[str, str]:

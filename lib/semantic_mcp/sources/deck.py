@@ -14,15 +14,17 @@ does not know (after a restart, or the card moved), fetch walks the boards.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..documents import SourceDocument, Skipped
-from ..nextcloud import NextcloudClient, NotFound
-from .base import Listing, Source, SourceOptions, compose_text
+from ..nextcloud import NextcloudClient, NotFound, Transient
+from .base import Listing, Source, SourceOptions, compose_text, owner_extra
 
 DECK_API = "/index.php/apps/deck/api/v1.0"
 _HEADERS = {"OCS-APIRequest": "true", "Accept": "application/json"}  # never If-Modified-Since: see module doc
@@ -93,7 +95,8 @@ class DeckSource(Source):
             link=f"/apps/deck/#/board/{board['id']}/card/{card['id']}",
             location=location,
             event_start=int(due.timestamp()) if due else None,
-            extra={"board_id": str(board["id"]), "stack_id": str(stack["id"])},
+            extra={"board_id": str(board["id"]), "stack_id": str(stack["id"]),
+                   **owner_extra((board.get("owner") or {}).get("uid"))},
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
@@ -112,6 +115,43 @@ class DeckSource(Source):
         except NotFound:
             return False
         return not card.get("deletedAt")  # a card in Deck's undo window is deleted for the user
+
+    async def readable(
+        self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
+    ) -> dict[str, bool | None]:
+        """One request per board the hits are on: its stacks embed its live cards.
+
+        A card not on the board it was last seen on (moved, or its place unknown after a restart)
+        is looked for on the user's other boards, once for all such cards.
+        """
+        ids = list(dict.fromkeys(source_ids))
+        verdicts: dict[str, bool | None] = {i: False for i in ids if not i.isdigit()}
+        wanted = {int(i) for i in ids if i.isdigit()}
+
+        async def live_cards(board: dict[str, Any]) -> set[int]:
+            async with slots:
+                return {placed.card["id"] for placed in await self._cards_of(nc, user, board)}
+
+        async def check() -> set[int]:
+            by_board: dict[int, set[int]] = {}
+            for card_id in wanted:
+                if (place := self._places.get((user, card_id))) is not None:
+                    by_board.setdefault(place[0], set()).add(card_id)
+            found: set[int] = set()
+            for cards in await asyncio.gather(*(live_cards({"id": board}) for board in by_board)):
+                found |= cards & wanted
+            if missing := wanted - found:
+                async with slots:
+                    boards = [b for b in await self._boards(nc, user) if b["id"] not in by_board]
+                for cards in await asyncio.gather(*(live_cards(board) for board in boards)):
+                    found |= cards & missing
+            return found
+
+        try:
+            found = await asyncio.wait_for(check(), timeout)
+        except (Transient, TimeoutError):
+            return {**verdicts, **dict.fromkeys(map(str, wanted))}
+        return {**verdicts, **{str(card_id): card_id in found for card_id in wanted}}
 
     async def _find(self, nc: NextcloudClient, user: str, card_id: int) -> _Placed:
         """Walk the boards for a card, the board it was last seen on first."""

@@ -30,7 +30,7 @@ from ..nextcloud import (
     prop_xml,
     strip_etag,
 )
-from .base import Listing, Source, compose_text, is_readable
+from .base import Listing, Source, compose_text, is_readable, owner_extra
 from .extract import EXTRACT_SECONDS, UnsupportedContent, content_kind, extract_text
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
@@ -42,6 +42,7 @@ _PROPS = (
     "oc:size",
     "d:resourcetype",
     "nc:system-tags",
+    "oc:owner-id",
 )
 
 
@@ -124,6 +125,7 @@ class _FileInfo:
     size: int
     tags: tuple[str, ...]
     is_folder: bool
+    owner: str  # the account that owns the file: another user's for a file shared with this one
 
     @property
     def name(self) -> str:
@@ -142,6 +144,7 @@ class _FileInfo:
             size=int(entry.prop("oc:size") or 0),
             tags=tuple(entry.prop_list("nc:system-tags")),
             is_folder=entry.is_collection,
+            owner=entry.prop("oc:owner-id") or "",
         )
 
 
@@ -196,7 +199,7 @@ class FilesSource(Source):
             version=version,
             link=f"/f/{source_id}",
             location=info.path,
-            extra={"mime": info.mime, "size": str(info.size)},
+            extra={"mime": info.mime, "size": str(info.size), **owner_extra(info.owner)},
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
