@@ -45,6 +45,11 @@ ADMIN_FORM = SettingsForm(
         _checkbox("index_deck_cards", "Index Deck cards"),
         _checkbox("index_calendar_events", "Index calendar events"),
         _checkbox("index_contacts", "Index contacts"),
+        _checkbox("index_nextcloud_examples", "Index Nextcloud's example files",
+                  "The files every new account starts with (Readme.md files, the Templates folder and "
+                  "'Templates credits.md', the Nextcloud flyer, example documents), recognised by path and size as "
+                  "Nextcloud ships them. Off, they stay out of search results; an edited copy, or a user's own "
+                  "file in Templates/, is always indexed."),
         _text("excluded_tag", "Exclusion tag", "Files with this system tag are never indexed"),
         _text("excluded_paths", "Excluded paths", "Comma-separated patterns such as /Private/*, *.log",
               placeholder="/Private/*, *.log"),

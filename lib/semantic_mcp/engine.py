@@ -121,17 +121,21 @@ class Engine:
 
     def sources(self) -> dict[str, Source]:
         settings = self.settings()
-        key = (settings.enabled_doc_types, settings.max_file_size_mb, settings.excluded_paths, settings.excluded_tag)
+        key = (settings.enabled_doc_types, settings.max_file_size_mb, settings.excluded_paths, settings.excluded_tag,
+               settings.index_nextcloud_examples)
         if key != self._sources_key:
             options = SourceOptions(
                 max_file_size=settings.max_file_size_mb * 1024 * 1024,
                 excluded_paths=settings.excluded_paths,
                 excluded_tag=settings.excluded_tag,
+                index_examples=settings.index_nextcloud_examples,
             )
             self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
             if self._sources_key is not None:
                 # Sources, limits or exclusions changed: compare everything with them now (a full
                 # pass), so documents they now exclude leave the index and included ones arrive.
+                # Items skipped under the old rules are decided again, even if unchanged.
+                self.state.forget_skipped()
                 self._full_pass = True
                 self._reconcile_wake.set()
             self._sources_key = key

@@ -304,6 +304,12 @@ class IndexState:
                     (ref.user, ref.doc_type, ref.source_id),
                 )
 
+    def forget_skipped(self) -> None:
+        """Forget every decision not to index: the rules behind them changed (admin settings), so the
+        next full pass lists and decides again instead of trusting an unchanged version."""
+        with self._tx() as db:
+            db.execute("DELETE FROM skipped")
+
     def forget_everything_indexed(self) -> None:
         """For a new embedding model: forget what is indexed and every cursor (not who opted in)."""
         with self._tx() as db:

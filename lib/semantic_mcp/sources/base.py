@@ -44,6 +44,7 @@ class SourceOptions:
     excluded_paths: tuple[str, ...] = ()  # fnmatch patterns on the user-relative path
     excluded_tag: str = "no-ai"  # files carrying this system tag are not indexed
     notes_folder: str = "Notes"
+    index_examples: bool = False  # Nextcloud's example files (the skeleton every account starts with)
 
 
 def owner_extra(owner: str | None) -> dict[str, str]:

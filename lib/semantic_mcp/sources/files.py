@@ -31,6 +31,7 @@ from ..nextcloud import (
     strip_etag,
 )
 from .base import Listing, Source, compose_text, is_readable, owner_extra
+from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
 from .extract import EXTRACT_SECONDS, UnsupportedContent, content_kind, extract_text
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
@@ -223,6 +224,8 @@ class FilesSource(Source):
                 return f"excluded by the path pattern {pattern!r}"
         if options.excluded_tag and options.excluded_tag.casefold() in (tag.casefold() for tag in info.tags):
             return f"tagged {options.excluded_tag!r}"
+        if not options.index_examples and is_nextcloud_example(info.path, info.size):
+            return EXAMPLE_FILE_REASON
         try:
             content_kind(info.mime, info.name)
         except UnsupportedContent as exc:

@@ -1,0 +1,93 @@
+"""Nextcloud's example files (the skeleton every new account gets) stay out of search by default.
+
+Real files: ``fake_nextcloud/data/skeleton`` holds Nextcloud 32.0.1's skeleton text files byte for
+byte, copied into alice's home as a first login does, beside her own files in the same folders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fake_nextcloud.skeleton import put_skeleton, skeleton_files
+from semantic_mcp.sources.examples import NEXTCLOUD_32_SKELETON, is_nextcloud_example
+from stack import APP_ID, Stack
+
+OWN_TEMPLATE = "Templates/Packing list.md"
+OWN_TEMPLATE_TEXT = "# Packing list\n\nPassport, charger, hiking boots and the quillwort tea for the trip.\n"
+
+
+def test_the_vendored_skeleton_files_are_nextclouds_own() -> None:
+    files = skeleton_files()
+    assert len(files) == 8 and all(is_nextcloud_example(path, len(body)) for path, body in files.items())
+
+
+@pytest.mark.parametrize(
+    ("path", "size", "example"),
+    [
+        ("/Templates credits.md", 3168, True),
+        ("Templates/Letter.odt", 15961, True),
+        ("/Templates/Letter.odt", 15962, False),  # edited: the user's now
+        ("/Templates/My letter.odt", 15961, False),  # the user's own template
+        ("/Archive/Templates credits.md", 3168, False),  # moved by the user
+        ("/Readme.md", 197, True),
+    ],
+)
+def test_recognised_by_path_and_size(path: str, size: int, example: bool) -> None:
+    assert is_nextcloud_example(path, size) is example
+
+
+def test_the_manifest_is_the_whole_skeleton() -> None:
+    assert len(NEXTCLOUD_32_SKELETON) == 61
+    assert sum(path.startswith("/Templates/") for path in NEXTCLOUD_32_SKELETON) == 43
+
+
+@pytest.fixture(scope="module")
+def skeleton_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    running = Stack(tmp_path_factory.mktemp("skeleton_stack"), profile="minimal").start()
+    put_skeleton(running.fake, "alice")
+    running.fake.put_file("alice", OWN_TEMPLATE, OWN_TEMPLATE_TEXT)
+    # An example the user edited is theirs.
+    running.fake.put_file("alice", "Readme.md", skeleton_files()["Readme.md"] + b"\nMy own line about the quillwort tea.\n")
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+async def locations(stack: Stack, query: str) -> list[str]:
+    return [hit["location"] for hit in (await stack.search("alice", query, limit=10))["results"]]
+
+
+async def test_example_files_stay_out_and_own_files_in_templates_are_found(skeleton_stack: Stack) -> None:
+    await skeleton_stack.wait_idle("alice")
+    examples = {"/" + path for path in skeleton_files()} - {"/Readme.md"}  # the edited Readme is alice's
+    found = await locations(skeleton_stack, "meeting notes agenda tasks template")
+    assert found and not examples & set(found), found
+    assert "/Templates credits.md" not in await locations(skeleton_stack, "templates credits open source community")
+    assert (await locations(skeleton_stack, "quillwort tea"))[:2] in (
+        ["/Templates/Packing list.md", "/Readme.md"], ["/Readme.md", "/Templates/Packing list.md"])
+
+
+async def test_the_admin_can_index_them(skeleton_stack: Stack) -> None:
+    await skeleton_stack.wait_idle("alice")
+    skeleton_stack.fake.set_admin_setting(APP_ID, "index_nextcloud_examples", "1")
+    try:
+        await skeleton_stack.eventually(
+            lambda: _top_is(skeleton_stack, "templates credits open source community", "/Templates credits.md"),
+            timeout=60)
+    finally:
+        skeleton_stack.fake.set_admin_setting(APP_ID, "index_nextcloud_examples", "")
+    await skeleton_stack.eventually(
+        lambda: _absent(skeleton_stack, "templates credits open source community", "/Templates credits.md"),
+        timeout=60)
+
+
+async def _top_is(stack: Stack, query: str, location: str) -> bool:
+    found = await locations(stack, query)
+    return bool(found) and found[0] == location
+
+
+async def _absent(stack: Stack, query: str, location: str) -> bool:
+    return location not in await locations(stack, query)
