@@ -11,9 +11,9 @@ APP_HOST ?= 127.0.0.1
 APP_PORT ?= 23000
 APP_SECRET ?= change-me-to-a-long-random-secret
 APP_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' appinfo/info.xml | head -1)
-JSON_INFO := {"id":"semantic_mcp","name":"Semantic MCP","daemon_config_name":"manual_install","version":"$(APP_VERSION)","secret":"$(APP_SECRET)","port":$(APP_PORT),"routes":[{"url":"^mcp$$","verb":"GET,POST,DELETE","access_level":1,"headers_to_exclude":"[\"authorization\",\"cookie\"]"}]}
+JSON_INFO := {"id":"semantic_mcp","name":"Semantic MCP","daemon_config_name":"manual_install","version":"$(APP_VERSION)","secret":"$(APP_SECRET)","port":$(APP_PORT),"routes":[{"url":"^mcp$$","verb":"GET,POST,DELETE","access_level":0,"headers_to_exclude":["cookie"]},{"url":"^\\.well-known.*$$","verb":"GET","access_level":0},{"url":"^oauth.token$$","verb":"POST","access_level":0,"bruteforce_protection":[400,401]},{"url":"^oauth.(authorize|consent|register|revoke|clients)$$","verb":"GET,POST","access_level":0}]}
 
-.PHONY: help venv test demo run register unregister bench clean
+.PHONY: help venv test browser demo run register unregister bench clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -31,8 +31,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	PYTHONPATH=lib:. $(PY) -m pytest
+
+# The consent-page test drives Debian's chromium headless; install it once (CI runs as root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q --no-install-recommends chromium)
 
 demo: $(STAMP)
 	PYTHONPATH=lib:. $(PY) -m fake_nextcloud.demo

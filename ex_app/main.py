@@ -27,9 +27,11 @@ from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
 from semantic_mcp.health import NextcloudHealth
 from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
+from semantic_mcp.oauth import AuthorizationServer
 from semantic_mcp.tools import Principal, build_server
 
 from .appapi import AppAPIAuth, identity
+from .oauth_http import BearerGuard, OAuthHTTP
 from .settings_form import ADMIN_FORM, FORM_ID
 from .upkeep import WEBHOOK_PATH, ensure_webhooks, guarded, keep_webhooks_registered
 
@@ -60,7 +62,9 @@ def principal_of(request: Any) -> Principal | None:
     # AppAPI's PHP proxy marks what it forwards with X-Origin-IP and buffers the response;
     # HaRP (HP_SHARED_KEY set) streams. Server-initiated requests only reach streaming callers.
     buffered = "x-origin-ip" in request.headers and not os.environ.get("HP_SHARED_KEY")
-    return Principal(user=user, scopes=frozenset(SETTINGS.current.default_scopes), streaming=not buffered)
+    # An OAuth access token carries its own scopes (set by BearerGuard); app passwords get the admin's default.
+    scopes = request.scope.get("oauth_scopes", SETTINGS.current.default_scopes)
+    return Principal(user=user, scopes=frozenset(scopes), streaming=not buffered)
 
 
 SETTINGS = SettingsCache()
@@ -78,16 +82,18 @@ def create_app() -> FastAPI:
         credential_retry_seconds=float(os.environ.get("CREDENTIAL_RETRY_SECONDS", "1800")),
     )
     nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for, health=health)
+    public_url = os.environ.get("NEXTCLOUD_PUBLIC_URL") or app_identity.nextcloud_url  # links, OAuth issuer
 
     async def list_users() -> list[str]:
         return await guarded(health, "list users", lambda: AsyncNextcloudApp().users_list())
 
     engine = Engine(
         deployment, nc_client, lambda: SETTINGS.current, list_users,
-        public_url=os.environ.get("NEXTCLOUD_PUBLIC_URL") or app_identity.nextcloud_url,
+        public_url=public_url,
     )
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
-    mcp = build_server(engine, principal_of, state_key=state_key)
+    oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id)
+    mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
     mcp_http = mcp.streamable_http_app(
@@ -120,7 +126,8 @@ def create_app() -> FastAPI:
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
         openapi_url=None, docs_url=None, redoc_url=None,
     )
-    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))
+    app.add_middleware(BearerGuard, server=oauth)
+    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))  # added last, so it runs first
     app.state.engine = engine
 
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
@@ -145,6 +152,7 @@ def create_app() -> FastAPI:
             return JSONResponse({"error": f"malformed event: {exc}"}, status_code=400)
         return JSONResponse(result)
 
+    app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/
     return app
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from . import appapi, dav, deck, notes, ocs, webhooks
+from . import appapi, dav, deck, login, notes, ocs, webhooks
 from .auth import AuthFailed, NotLoggedIn
 from .davxml import DavError
 from .outages import MaintenanceMode, MaxDelayReached, max_delay_response
@@ -87,6 +87,7 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
         *taskprocessing.ROUTES,
         *webhooks.ROUTES,
         *appapi.ROUTES,
+        *login.ROUTES,
         *dav.ROUTES,
         *_with_index_php([appapi.PROXY_ROUTE, *notes.ROUTES, *deck.ROUTES]),
     ]

@@ -24,6 +24,8 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .auth import ANONYMOUS, AuthFailed, Caller, NotLoggedIn, encode_pair, identify
+from .login import session_user
+from .outages import MaxDelayReached, max_delay_response
 from .responses import OcsError, ocs_response, random_request_id, request_params
 
 if TYPE_CHECKING:
@@ -241,6 +243,21 @@ def _allowed(route: dict, caller: Caller, state: State) -> bool:
     return level == 1 or state.users[caller.user].admin
 
 
+def _bruteforce_statuses(route: dict) -> list[int]:
+    """``bruteforce_protection``: the ExApp statuses that count as failed attempts (stored as JSON text)."""
+    value = route.get("bruteforce_protection") or []
+    return [int(status) for status in (json.loads(value) if isinstance(value, str) else value)]
+
+
+def _count_attempt(nc: State, remote: str, status: int, protected: list[int]) -> None:
+    """AppAPI's ``processBruteforce``: a listed status is a failed attempt (action ``app_api``, the same
+    counter as failed app authentication); a success after attempts resets them."""
+    if status in protected:
+        nc.throttler.register_attempt(remote)
+    elif 200 <= status < 300 and nc.throttler.attempts(remote):
+        nc.throttler.reset(remote)
+
+
 def _excluded_headers(route: dict) -> list[str]:
     """``headers_to_exclude`` as a list; AppAPI stores it as a JSON string (``'["cookie"]'``)."""
     value = route.get("headers_to_exclude") or []
@@ -257,12 +274,23 @@ async def proxy(request: Request) -> Response:
     try:
         caller = identify(request, nc)
     except AuthFailed:
-        caller = ANONYMOUS
+        if request.headers.get("authorization", "").lower().startswith("basic "):
+            raise  # a wrong password: Nextcloud answers 401 itself, before the proxy
+        caller = ANONYMOUS  # a bearer token Nextcloud does not know: anonymous, Authorization forwarded
+    if caller.user is None:
+        caller = Caller(session_user(request, nc))  # a logged-in browser
+    remote = request.client.host if request.client else "127.0.0.1"
     with nc.lock:
         app = nc.apps.get(app_id)
         route = match_route(app.routes, path, request.method) if app and app.enabled else None
         if app is None or route is None or not _allowed(route, caller, nc):
             return HTMLResponse(NOT_FOUND_PAGE, status_code=404)
+        protected = _bruteforce_statuses(route)
+        if protected:
+            try:
+                nc.throttler.check(remote)  # sleepDelayOrThrowOnMax, before the app is asked
+            except MaxDelayReached:
+                return max_delay_response()
         app.proxied[path] += 1
     excluded = {h.lower() for h in _excluded_headers(route)} | {"x-origin-ip", "authorization-app-api"}
     headers = [("host", app.host)]
@@ -284,6 +312,8 @@ async def proxy(request: Request) -> Response:
         upstream = await client.send(upstream_request, stream=True)
     except httpx.HTTPError as exc:
         return Response(f"ExApp request failed: {exc}", status_code=500, media_type="text/plain")
+    if protected:
+        _count_attempt(nc, remote, upstream.status_code, protected)
     if app.proxy_mode == "streaming":
         response = StreamingResponse(
             upstream.aiter_raw(), status_code=upstream.status_code, background=BackgroundTask(upstream.aclose)

@@ -40,6 +40,7 @@ def routes_from_info_xml() -> list[dict[str, Any]]:
             "verb": route.findtext("verb"),
             "access_level": _ACCESS_LEVELS[route.findtext("access_level", "USER")],
             "headers_to_exclude": route.findtext("headers_to_exclude", "[]"),
+            "bruteforce_protection": route.findtext("bruteforce_protection", "[]"),
         }
         for route in _info_xml().iter("route")
     ]

@@ -21,6 +21,7 @@ from .webhooks import Webhooks
 
 if TYPE_CHECKING:
     from .appapi import ExApp
+    from .login import Session
 
 
 @dataclass
@@ -38,6 +39,7 @@ class State:
         self.base_url = ""
         self.users: dict[str, User] = {}
         self.apps: dict[str, ExApp] = {}
+        self.sessions: dict[str, Session] = {}  # browser sessions by cookie (login.py)
         self.deck_webhooks_supported = deck_webhooks_supported
         self.maintenance = False  # occ maintenance:mode: 503 everywhere, webhook worker stopped
         self.throttler = Throttler()

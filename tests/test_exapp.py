@@ -40,11 +40,15 @@ async def test_basic_auth_with_an_app_password_works_too(stack: Stack) -> None:
     assert result.structured_content["user"] == "bob"
 
 
-def test_unauthenticated_or_wrong_password_never_reaches_the_app(stack: Stack) -> None:
+def test_unauthenticated_calls_get_the_oauth_challenge_and_wrong_passwords_never_reach_the_app(stack: Stack) -> None:
+    """The MCP route is public (OAuth discovery starts with the app's 401); Nextcloud still refuses a
+    wrong app password itself."""
+    anonymous = httpx.post(stack.mcp_url, json={})
+    assert anonymous.status_code == 401 and "resource_metadata=" in anonymous.headers["www-authenticate"]
+    unknown = httpx.post(stack.mcp_url, json={}, headers={"Authorization": "Bearer not-a-password"})
+    assert unknown.status_code == 401 and 'error="invalid_token"' in unknown.headers["www-authenticate"]
     before = stack.fake.proxy_count(APP_ID)
-    assert httpx.post(stack.mcp_url, json={}).status_code == 404
-    wrong = httpx.post(stack.mcp_url, json={}, headers={"Authorization": "Bearer not-a-password"})
-    assert wrong.status_code in (401, 404)
+    assert httpx.post(stack.mcp_url, json={}, auth=("alice", "wrong-password")).status_code == 401
     assert stack.fake.proxy_count(APP_ID) == before
 
 

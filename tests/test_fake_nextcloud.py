@@ -643,3 +643,41 @@ def test_webdav_search_by_file_ids_sees_what_the_user_sees(fake_nc: FakeNextclou
         assert by_ids(bob, "bob", [a]) == set()
         assert alice.delete("/remote.php/dav/files/alice/Private/b.txt").status_code == 204
         assert by_ids(alice, "alice", [a, b]) == {"/remote.php/dav/files/alice/Shared/a.txt"}  # b is in the trash
+
+
+def test_public_routes_and_browser_sessions_as_the_real_proxy(registered: StubExApp) -> None:
+    """Wire README, "Public routes" and "Browser sessions"."""
+    nc = registered.fake
+    public, user_route = nc.proxy_url(registered.app_id, "public"), nc.proxy_url(registered.app_id, "mcp")
+
+    def user_seen(response: httpx.Response) -> str:
+        assert response.status_code == 200, response.status_code
+        return base64.b64decode(response.json()["headers"]["authorization-app-api"]).decode().split(":")[0]
+
+    assert user_seen(httpx.get(public)) == ""  # anonymous reaches the app with an empty user
+    ours = httpx.get(public, headers={"Authorization": "Bearer issued-by-the-app"})
+    assert user_seen(ours) == "" and ours.json()["headers"]["authorization"] == "Bearer issued-by-the-app"
+    assert user_seen(httpx.get(public, headers=nc.auth_headers("alice", bearer=True))) == "alice"
+    before = nc.proxy_count(registered.app_id)
+    assert httpx.get(public, auth=("alice", "wrong")).status_code == 401  # refused by Nextcloud itself
+    assert nc.proxy_count(registered.app_id) == before
+
+    with httpx.Client(base_url=nc.url, follow_redirects=False) as browser:
+        assert browser.get(user_route).status_code == 404  # anonymous on a user route: 404, no login redirect
+        back = f"/index.php/apps/app_api/proxy/{registered.app_id}/public?x=1"
+        assert browser.get("/index.php/login", params={"redirect_url": back}).status_code == 200
+        token = browser.get("/index.php/csrftoken").json()["token"]
+        without_origin = browser.post("/index.php/login", data={"user": "alice", "password": nc.password("alice"),
+                                                                "requesttoken": token})
+        assert without_origin.status_code == 403
+        wrong = browser.post("/index.php/login", data={"user": "alice", "password": "nope", "requesttoken": token,
+                                                       "redirect_url": back}, headers={"Origin": nc.url})
+        assert wrong.status_code == 303 and wrong.headers["location"].startswith("/index.php/login?")
+        done = browser.post("/index.php/login", data={"user": "alice", "password": nc.password("alice"),
+                                                      "requesttoken": token, "redirect_url": back},
+                            headers={"Origin": nc.url})
+        assert done.status_code == 303 and done.headers["location"] == back
+        assert user_seen(browser.get(back)) == "alice"  # a logged-in session on a public route
+        assert user_seen(browser.get(user_route)) == "alice"  # and on a user route
+        posted = browser.post(user_route, json={})  # no CSRF token: Nextcloud does not check proxied POSTs
+        assert user_seen(posted) == "alice"

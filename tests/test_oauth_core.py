@@ -183,6 +183,15 @@ async def test_a_document_on_a_loopback_address_is_refused_unless_the_admin_allo
     assert "private or loopback" in await refusal(registry, url, MetadataPolicy())
 
 
+async def test_tightening_the_policy_stops_documents_already_cached(
+    registry: ClientRegistry, metadata_host: MetadataHost
+) -> None:
+    url = metadata_host.client("cached.json", "Cached client")
+    assert (await registry.find(url, LOOPBACK_ALLOWED)).name == "Cached client"
+    assert "private or loopback" in await refusal(registry, url, MetadataPolicy())
+    assert "not allowed" in await refusal(registry, url, MetadataPolicy(allowed_hosts=("claude.ai",), allow_private=True))
+
+
 async def test_a_huge_document_is_refused(registry: ClientRegistry, metadata_host: MetadataHost) -> None:
     url = metadata_host.client("huge.json", "Huge client", description="x" * MAX_DOCUMENT_BYTES)
     assert "exceeds" in await refusal(registry, url)

@@ -194,17 +194,15 @@ class ClientRegistry:
     # --- Client ID Metadata Documents
 
     async def _from_metadata_document(self, url: str, policy: MetadataPolicy) -> Client:
-        document = self.store.cached_document(url, time.time())
-        if document is None:
-            document, max_age = await self.fetch_document(url, policy)
-            self.store.cache_document(url, document, time.time() + max_age)
+        document = await self.fetch_document(url, policy)
         return Client(
             url, _clean_name(document.get("client_name"), urlsplit(url).hostname or url),
             tuple(document["redirect_uris"]), "none", from_metadata_document=True,
         )
 
-    async def fetch_document(self, url: str, policy: MetadataPolicy) -> tuple[dict[str, Any], float]:
-        """Fetch and validate; returns the document and how long it may be cached."""
+    async def fetch_document(self, url: str, policy: MetadataPolicy) -> dict[str, Any]:
+        """The validated document, from the cache or fetched. The admin's policy (allowed hosts, private
+        addresses) is applied on every use, so tightening it also stops documents cached earlier."""
         parts = urlsplit(url)
         host = parts.hostname
         if parts.scheme != "https" or not host or parts.path in ("", "/") or parts.fragment or parts.username:
@@ -216,9 +214,18 @@ class ClientRegistry:
         try:
             async with asyncio.timeout(self.fetch_seconds):
                 addresses = await self._addresses(host, parts.port or 443, policy)
+                cached = self.store.cached_document(url, time.time())
+                if cached is not None:
+                    return cached
                 response_body, max_age = await self._get(url, host, addresses)
         except TimeoutError as exc:
             raise OAuthError("invalid_client", f"client metadata document at {url} took too long", status=401) from exc
+        document = self._validate(url, response_body)
+        self.store.cache_document(url, document, time.time() + max_age)
+        return document
+
+    @staticmethod
+    def _validate(url: str, response_body: bytes) -> dict[str, Any]:
         try:
             document = json.loads(response_body)
         except ValueError as exc:
@@ -233,7 +240,7 @@ class ClientRegistry:
             document["redirect_uris"] = list(_redirect_uris(document.get("redirect_uris")))
         except OAuthError as exc:
             raise OAuthError("invalid_client", f"client metadata document: {exc.description}", status=401) from exc
-        return document, max_age
+        return document
 
     async def _addresses(self, host: str, port: int, policy: MetadataPolicy) -> list[str]:
         try:

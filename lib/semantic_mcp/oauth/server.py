@@ -251,7 +251,7 @@ class AuthorizationServer:
         value = form.get("refresh_token")
         if not value:
             raise OAuthError("invalid_request", "refresh_token is missing")
-        token = self.store.use_refresh_token(value, now)
+        token = self.store.token(value, "refresh")
         if token is None or token.grant.revoked_at is not None:
             raise OAuthError("invalid_grant", "unknown or revoked refresh token")
         if token.grant.client_id != client.client_id:
@@ -265,6 +265,10 @@ class AuthorizationServer:
         if requested and not set(requested.split()) <= token.scopes:
             raise OAuthError("invalid_scope", "a refresh cannot add scopes the user did not grant")
         scope = " ".join(s for s in token.scope.split() if not requested or s in requested.split())
+        used = self.store.use_refresh_token(value, now)  # only a request that passed every check rotates
+        if used is None or used.used_at is not None:
+            self.store.revoke_grant(token.grant.id, now)  # a concurrent use of the same refresh token
+            raise OAuthError("invalid_grant", "refresh token already used; the grant is revoked")
         return self._issue(token.grant, scope, now)
 
     def _issue(self, grant: Any, scope: str, now: float) -> dict[str, Any]:
