@@ -55,18 +55,21 @@ class RealNextcloud:
             shutil.rmtree(self.dir / "snapshot", ignore_errors=True)
             shutil.copytree(pristine, self.dir / "snapshot", symlinks=True)
             self.kit("restore")
-            self.kit("start")
         self.env = _read_env(self.dir / "env.sh")
+        self.start()
         return self
 
     def save(self) -> None:
         self.kit("save")
+        self.start()  # save restarts the services only if it saw them running: make sure they are
 
     def restore(self) -> None:
         self.kit("restore")
+        self.start()
 
     def start(self) -> None:
-        self.kit("start")
+        self.kit("start")  # "already running" when it is
+        self.wait_up()
 
     def stop(self) -> None:
         self.kit("stop")

@@ -1,0 +1,116 @@
+"""Indexing on a real Nextcloud 32: changes made through Nextcloud's own APIs reach search.
+
+Notes, files and calendar events arrive through real webhook_listeners deliveries; Deck cards,
+contacts and shares (for their recipient) have no events on Nextcloud 32 and arrive through
+reconciliation, which the admin setting makes frequent here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from realstack import RealStack
+
+
+async def found(real: RealStack, user: str, query: str, title: str, **args) -> bool:
+    return title in await real.titles(user, query, **args)
+
+
+async def gone(real: RealStack, user: str, query: str, title: str, **args) -> bool:
+    return not await found(real, user, query, title, **args)
+
+
+async def locations(real: RealStack, user: str, query: str) -> list[str]:
+    return [hit["location"] for hit in (await real.search(user, query))["results"]]
+
+
+async def test_notes_created_edited_renamed_and_deleted_through_the_notes_api(real: RealStack) -> None:
+    alice = real.user("alice")
+    note_id = alice.create_note("Quokka feeding plan", "Feed the quokkas at seven with fresh leaves.")
+    await real.eventually(lambda: found(real, "alice", "when are the quokkas fed", "Quokka feeding plan"))
+    alice.update_note(note_id, content="# Quokka feeding plan\n\nFeed the quokkas at nine with apple slices.")
+    await real.eventually(lambda: _excerpt_has(real, "alice", "quokka apple slices", "apple slices"))
+    alice.update_note(note_id, title="Quokka diet")
+    await real.eventually(lambda: found(real, "alice", "quokka apple slices", "Quokka diet"))
+    assert "Quokka feeding plan" not in await real.titles("alice", "quokka apple slices")
+    alice.delete_note(note_id)
+    await real.eventually(lambda: gone(real, "alice", "quokka apple slices", "Quokka diet"), timeout=30)
+
+
+async def _excerpt_has(real: RealStack, user: str, query: str, text: str) -> bool:
+    return any(text in hit["excerpt"] for hit in (await real.search(user, query))["results"])
+
+
+async def test_files_put_moved_folder_moved_and_deleted_over_webdav(real: RealStack) -> None:
+    alice = real.user("alice")
+    alice.mkdir("Research")
+    alice.put_file("Research/axolotl.md", "# Axolotl care\n\nAxolotls need water below 20 degrees Celsius.")
+    await real.eventually(lambda: found(real, "alice", "axolotl water temperature", "axolotl.md"))
+    alice.move("Research/axolotl.md", "Research/axolotl-care.md")
+    await real.eventually(lambda: found(real, "alice", "axolotl water temperature", "axolotl-care.md"))
+    alice.move("Research", "Biology")  # one event, for the folder only
+    await real.eventually(
+        lambda: _location_is(real, "alice", "axolotl water temperature", "/Biology/axolotl-care.md"), timeout=90
+    )
+    alice.delete("Biology/axolotl-care.md")
+    await real.eventually(lambda: gone(real, "alice", "axolotl water temperature", "axolotl-care.md"), timeout=30)
+
+
+async def _location_is(real: RealStack, user: str, query: str, location: str) -> bool:
+    return location in await locations(real, user, query)
+
+
+async def test_calendar_events_created_changed_and_deleted_over_caldav(real: RealStack) -> None:
+    alice = real.user("alice")
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=9)
+    uid = alice.put_event("Orthodontist check-up", start, description="Bring the retainer.")
+    await real.eventually(lambda: found(real, "alice", "orthodontist appointment", "Orthodontist check-up"))
+    alice.put_event("Orthodontist check-up moved", start + timedelta(days=1), uid=uid)
+    await real.eventually(lambda: found(real, "alice", "orthodontist appointment", "Orthodontist check-up moved"))
+    alice.delete_event(uid)  # Nextcloud moves it to the calendar's trash bin: MovedToTrash, not Deleted
+    await real.eventually(lambda: gone(real, "alice", "orthodontist appointment", "Orthodontist check-up moved"),
+                          timeout=30)
+
+
+@pytest.fixture
+def frequent_reconciliation(real: RealStack):
+    real.set_admin_field("reconcile_interval_minutes", 0.05)  # every 3 s
+    yield
+    real.set_admin_field("reconcile_interval_minutes", 15)
+
+
+async def test_deck_cards_and_contacts_arrive_by_reconciliation(real: RealStack, frequent_reconciliation) -> None:
+    alice = real.user("alice")
+    alice.create_card("Garden", "Prune the wisteria", "Cut back the long shoots after flowering.")
+    alice.put_contact("Ingrid Halvorsen", email="ingrid@fjord.example", phone="+47 555 0101", note="Sailing coach")
+    await real.eventually(lambda: found(real, "alice", "wisteria pruning", "Prune the wisteria"), timeout=90)
+    await real.eventually(lambda: found(real, "alice", "sailing coach phone number", "Ingrid Halvorsen"), timeout=90)
+
+
+async def test_a_share_reaches_its_recipient_and_an_unshare_removes_it_at_once(
+    real: RealStack, frequent_reconciliation
+) -> None:
+    alice = real.user("alice")
+    alice.put_file("pelican-survey.md", "# Pelican survey\n\nWe counted 312 pelicans at the estuary.")
+    await real.eventually(lambda: found(real, "alice", "how many pelicans", "pelican-survey.md"))
+    assert "pelican-survey.md" not in await real.titles("bob", "how many pelicans were counted")
+    share_id = alice.share("/pelican-survey.md", "bob")
+    await real.eventually(lambda: found(real, "bob", "how many pelicans", "pelican-survey.md"), timeout=90)
+    alice.unshare(share_id)
+    # No event tells bob's index; the re-check as bob drops it from the very next search.
+    assert "pelican-survey.md" not in await real.titles("bob", "how many pelicans")
+
+
+async def test_a_contact_in_an_unshared_address_book_disappears_and_contacts_are_rechecked_without_errors(
+    real: RealStack, frequent_reconciliation
+) -> None:
+    alice = real.user("alice")
+    alice.put_contact("Priya Raman", email="priya@harbour.example", note="Harbour master, Lisbon")
+    alice.share_address_book("bob")
+    await real.eventually(lambda: found(real, "bob", "harbour master in Lisbon", "Priya Raman"), timeout=90)
+    assert "Could not re-check" not in real.log() and "HEAD /remote.php/dav/addressbooks" not in real.log()
+    alice.share_address_book("bob", remove=True)
+    assert "Priya Raman" not in await real.titles("bob", "harbour master in Lisbon")
+    assert "Priya Raman" in await real.titles("alice", "harbour master in Lisbon")
