@@ -30,7 +30,7 @@ from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavaila
 from semantic_mcp.oauth import AuthorizationServer
 from semantic_mcp.tools import Principal, build_server
 
-from .appapi import AppAPIAuth, identity
+from .appapi import AppAPIAuth, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
 from .oauth_http import BearerGuard, OAuthHTTP
 from .settings_form import ADMIN_FORM, FORM_ID
 from .upkeep import WEBHOOK_PATH, ensure_webhooks, guarded, keep_webhooks_registered
@@ -59,12 +59,11 @@ def principal_of(request: Any) -> Principal | None:
     user = getattr(request, "scope", {}).get("username") if request is not None else None
     if not user:
         return None
-    # AppAPI's PHP proxy marks what it forwards with X-Origin-IP and buffers the response;
-    # HaRP (HP_SHARED_KEY set) streams. Server-initiated requests only reach streaming callers.
-    buffered = "x-origin-ip" in request.headers and not os.environ.get("HP_SHARED_KEY")
+    # Server-initiated requests (sampling mid-call) only reach callers on a streaming path.
+    streaming = not behind_buffering_proxy(request.headers)
     # An OAuth access token carries its own scopes (set by BearerGuard); app passwords get the admin's default.
     scopes = request.scope.get("oauth_scopes", SETTINGS.current.default_scopes)
-    return Principal(user=user, scopes=frozenset(scopes), streaming=not buffered)
+    return Principal(user=user, scopes=frozenset(scopes), streaming=streaming)
 
 
 SETTINGS = SettingsCache()
@@ -127,6 +126,7 @@ def create_app() -> FastAPI:
         openapi_url=None, docs_url=None, redoc_url=None,
     )
     app.add_middleware(BearerGuard, server=oauth)
+    app.add_middleware(WholeResponsesForPHPProxy)
     app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))  # added last, so it runs first
     app.state.engine = engine
 
@@ -202,6 +202,11 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
 
 
 async def _on_disable(nc: AsyncNextcloudApp, engine: Engine) -> str:
+    # From now on AppAPI refuses our calls, and an unregister forgets the app as soon as we answer:
+    # send nothing more (a secret it forgot must not be tried after a restart either), and let the
+    # requests already on their way finish first, so none arrives as a failed login.
+    engine.health.app_disabled()
+    await engine.health.drained()
     problems = []
     try:
         await _remove_webhooks(nc)
@@ -211,9 +216,6 @@ async def _on_disable(nc: AsyncNextcloudApp, engine: Engine) -> str:
         await nc.ui.settings.unregister_form(FORM_ID)
     except NextcloudException as exc:
         problems.append(f"settings form: {exc}")
-    # From now on AppAPI refuses our calls: send none until /enabled (an unregister ends here too,
-    # and a secret it forgot must not be tried again after a restart).
-    engine.health.app_disabled()
     return "; ".join(problems)
 
 
