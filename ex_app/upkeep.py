@@ -54,7 +54,8 @@ async def guarded(health: NextcloudHealth, what: str, call: Callable[[], Awaitab
     except Paused as paused:
         raise (CredentialsRefused if paused.credentials else Unavailable)(f"{what}: {paused}") from None
     try:
-        result = await call()
+        with health.sending():
+            result = await call()
     except NextcloudException as exc:
         status = exc.status_code
         if status == 401:

@@ -68,7 +68,7 @@ def identify(conn: HTTPConnection, state: State) -> Caller:
         user, secret = decode_pair(headers["authorization-app-api"])
         app = state.apps.get(headers.get("ex-app-id", ""))
         if app is None or secret != app.secret:
-            state.throttler.register_attempt(ip)
+            state.throttler.register_attempt(ip, f"{conn.url.path} as {user!r} for {headers.get('ex-app-id', '')!r}")
             raise AuthFailed("AppAPI authentication failed")
         if headers.get("ex-app-version", "") != app.version:
             raise AuthFailed("AppAPI authentication failed")

@@ -116,7 +116,7 @@ async def status(request: Request) -> Response:
     return json_response(
         {
             "installed": True,
-            "maintenance": request.app.state.nc.maintenance,
+            "maintenance": request.app.state.nc.maintenance.on,
             "needsDbUpgrade": False,
             "version": "32.0.1.2",
             "versionstring": "32.0.1",

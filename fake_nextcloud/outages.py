@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -38,10 +39,12 @@ class Throttler:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._attempts: dict[str, list[float]] = defaultdict(list)
+        self.log: list[tuple[str, str]] = []  # (address, what was refused), for test failure messages
 
-    def register_attempt(self, ip: str) -> None:
+    def register_attempt(self, ip: str, what: str = "") -> None:
         with self._lock:
             self._attempts[ip].append(time.time())
+            self.log.append((ip, what))
 
     def attempts(self, ip: str, max_age_hours: float = 12) -> int:
         since = time.time() - 3600 * max_age_hours
@@ -62,6 +65,12 @@ def max_delay_response() -> Response:
     return json_response({"message": "Reached maximum delay"}, status=429)
 
 
+@dataclass
+class Maintenance:
+    on: bool = False
+    refused: Counter = field(default_factory=Counter)  # paths answered 503, for tests counting retries
+
+
 MAINTENANCE_PAGE = (
     "<!DOCTYPE html>\n<html><head><title>Nextcloud</title></head><body>"
     "<h2>Maintenance mode</h2><p>This Nextcloud instance is currently in maintenance mode.</p></body></html>\n"
@@ -69,16 +78,17 @@ MAINTENANCE_PAGE = (
 
 
 class MaintenanceMode:
-    """ASGI middleware answering 503 everywhere but ``status.php`` while ``state.maintenance`` is on."""
+    """ASGI middleware answering 503 everywhere but ``status.php`` while ``state.maintenance.on``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = scope.get("app").state.nc if scope.get("app") is not None else None
-        if scope["type"] != "http" or state is None or not state.maintenance or scope["path"] == "/status.php":
+        if scope["type"] != "http" or state is None or not state.maintenance.on or scope["path"] == "/status.php":
             await self.app(scope, receive, send)
             return
+        state.maintenance.refused[scope["path"]] += 1
         await maintenance_response(scope["path"])(scope, receive, send)
 
 

@@ -16,7 +16,7 @@ from .deck import Deck
 from .files import FileStore
 from .groupware import Groupware
 from .notes import Notes
-from .outages import Throttler
+from .outages import Maintenance, Throttler
 from .webhooks import Webhooks
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class State:
         self.apps: dict[str, ExApp] = {}
         self.sessions: dict[str, Session] = {}  # browser sessions by cookie (login.py)
         self.deck_webhooks_supported = deck_webhooks_supported
-        self.maintenance = False  # occ maintenance:mode: 503 everywhere, webhook worker stopped
+        self.maintenance = Maintenance()  # occ maintenance:mode: 503 everywhere, webhook worker stopped
         self.throttler = Throttler()
         file_ids = itertools.count(1)
         self.webhooks = Webhooks(self, delay=webhook_delay)

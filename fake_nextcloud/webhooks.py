@@ -282,7 +282,7 @@ class Webhooks:
             while not self._stopping:
                 now = time.monotonic()
                 wait: float | None = None
-                if self._queue and not self._paused and not self._state.maintenance:
+                if self._queue and not self._paused and not self._state.maintenance.on:
                     settle = self._last_enqueue + self.delay - now if self.shuffle else 0.0
                     due = [j for j in self._queue if j.due <= now]
                     if due and settle <= 0:

@@ -28,7 +28,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -86,6 +86,7 @@ class NextcloudHealth:
         self._credential_probe: Callable[[], Awaitable[CredentialCheck]] | None = None
         self._resume_listeners: list[Callable[[], None]] = []
         self._user_check_at = float("-inf")
+        self.in_flight = 0  # requests sent and not yet answered (see :meth:`drained`)
 
     # --- wiring ---------------------------------------------------------------------------------
 
@@ -224,6 +225,23 @@ class NextcloudHealth:
             raise Paused(self.pause_reason() or "", credentials=True)
         if self.outage is not None:
             raise Paused(self.pause_reason() or "", credentials=False)
+
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[None]:
+        """Count a request while it is on the wire (after :meth:`admit`)."""
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
+    async def drained(self, timeout: float = 10.0) -> None:
+        """Wait until no request is on the wire. AppAPI forgets an app right after its
+        ``/enabled?enabled=0`` answer (unregister); a request still travelling then would arrive
+        signed for an unknown app, a failed login. So disabling stops admissions, then waits here."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     async def _check_credentials(self) -> None:
         async with self._probe_lock:

@@ -228,9 +228,10 @@ class NextcloudClient:
             raise (CredentialsRefused if paused.credentials else Unavailable)(f"{method} {path}: {paused}") from None
         all_headers = {**self._auth_headers(user), **(headers or {})}
         try:
-            response = await self._http.request(
-                method, path, headers=all_headers, params=params, content=content, json=json
-            )
+            with self.health.sending():
+                response = await self._http.request(
+                    method, path, headers=all_headers, params=params, content=content, json=json
+                )
         except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
             # Connected, but this one request is slow (a big download): the item's problem, no pause.
             raise Transient(f"{method} {path}: {type(exc).__name__}") from exc
