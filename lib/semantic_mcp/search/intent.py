@@ -217,8 +217,8 @@ def read_intent(query: str, now: datetime) -> QueryIntent:
 
 def _direction(text: str, words: list[str], cues: list[str]) -> Direction | None:
     upcoming = [w for w in words if w in _UPCOMING] + [p for p in _UPCOMING_PHRASES if p in text]
-    # "hier" is French for yesterday and German for "here"; "an" and "de" are everywhere: both sides
-    # see the same words, so only clear majorities count.
+    # "hier" is French for yesterday but German for "here": it counts only in French-looking text.
+    # Words for both directions ("next week, like last time") cancel out: no direction.
     past = [w for w in words if w in _PAST and w != "hier"]
     if "hier" in words and _looks_french(words):
         past.append("hier")
