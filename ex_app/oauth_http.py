@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -68,9 +68,9 @@ async def _form(request: Request) -> dict[str, str]:
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+def _page(title: str, body: str, status: int = 200, head: str = "") -> HTMLResponse:
     document = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">{head}
 <title>{html.escape(title)} - Nextcloud</title>
 <style>
 body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: #0082c9; margin: 0;
@@ -89,6 +89,15 @@ table {{ border-collapse: collapse; width: 100%; }} td, th {{ text-align: left; 
          border-bottom: 1px solid #eee; vertical-align: top; }}
 </style></head><body><main>{body}</main></body></html>"""
     return HTMLResponse(document, status_code=status, headers=PAGE_HEADERS)
+
+
+def _navigate(url: str) -> HTMLResponse:
+    """Send the browser on with a page, never an HTTP redirect: AppAPI's proxy (Guzzle) follows an
+    ExApp's redirects itself, server-side, so a 302 would make Nextcloud fetch the client's redirect
+    URI (with the code) instead of the browser, and answer 500 when that fails."""
+    target = html.escape(url, quote=True)
+    return _page("Continue", f'<h1>One moment…</h1><p><a id="continue" href="{target}">Continue</a></p>',
+                 head=f'<meta http-equiv="refresh" content="0;url={target}">')
 
 
 def _error_page(message: str, status: int = 400) -> HTMLResponse:
@@ -139,13 +148,13 @@ class OAuthHTTP:
         try:
             authorization, client = await self.server.validate_authorization(params)
         except RedirectableError as exc:
-            return RedirectResponse(self._error_redirect(exc), status_code=302)
+            return _navigate(self._error_redirect(exc))
         except OAuthError as exc:
             return _error_page(exc.description, 403 if exc.status == 403 else 400)
         user = _user(request)
         if not user:
             back = f"{self._issuer_path}/oauth/authorize?{request.url.query}"
-            return RedirectResponse(f"{self._login_url}?{urlencode({'redirect_url': back})}", status_code=302)
+            return _navigate(f"{self._login_url}?{urlencode({'redirect_url': back})}")
         request_id, csrf = self.server.begin_consent(user, authorization)
         scopes = "".join(
             f"<li><strong>{html.escape(scope)}</strong>: {html.escape(SCOPE_DESCRIPTIONS.get(scope, scope))}</li>"
@@ -181,7 +190,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
         except OAuthError as exc:
             return _error_page(exc.description, 400)
         log.info("%s %s an OAuth client", user, "approved" if form.get("decision") == "approve" else "declined")
-        return RedirectResponse(target, status_code=303)
+        return _navigate(target)
 
     def _error_redirect(self, exc: RedirectableError) -> str:
         params = {"error": exc.error, "error_description": exc.description, "iss": self.server.issuer}
@@ -201,9 +210,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def register(self, request: Request) -> Response:
         try:
-            if not self.server.enabled:
-                raise OAuthError("access_denied", "OAuth is switched off on this Nextcloud", status=403)
-            answer = self.server.clients.register(await request.body())
+            answer = self.server.register(await request.body())
         except OAuthError as exc:
             return _error_json(exc)
         log.info("Registered OAuth client %r", answer["client_name"])
@@ -225,7 +232,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
         user = _user(request)
         if not user:
             back = f"{self._issuer_path}/oauth/clients"
-            return RedirectResponse(f"{self._login_url}?{urlencode({'redirect_url': back})}", status_code=302)
+            return _navigate(f"{self._login_url}?{urlencode({'redirect_url': back})}")
         notice = ""
         if request.method == "POST":
             form = await _form(request)

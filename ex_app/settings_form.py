@@ -84,5 +84,21 @@ ADMIN_FORM = SettingsForm(
               "After this the answer tool returns the sources alone", kind=SettingsFieldType.NUMBER),
         _checkbox("users_enabled_by_default", "Index every user by default",
                   "When off, users opt in with the nc_enable_vector_sync tool"),
+        _checkbox("oauth_enabled", "Let MCP clients connect with OAuth",
+                  "Clients such as claude.ai, ChatGPT, Claude Code and VS Code connect with the URL alone and ask "
+                  "the user to approve them in Nextcloud. When off, only app passwords work and OAuth tokens stop "
+                  "working at once."),
+        _text("oauth_scopes", "Scopes OAuth clients may get",
+              f"Comma-separated: {READ_SCOPE}, {WRITE_SCOPE}. Removing one also removes it from tokens already issued"),
+        _text("oauth_metadata_hosts", "Allowed client metadata hosts",
+              "Clients that identify themselves with a metadata document URL must host it here (e.g. claude.ai, "
+              "*.example.com); empty allows any public host",
+              placeholder="claude.ai, *.example.com"),
+        _checkbox("oauth_allow_registration", "Let OAuth clients register themselves",
+                  "Dynamic client registration, which claude.ai, ChatGPT and VS Code use. Their names are then "
+                  "self-declared (the consent page says so). When off, only clients with a metadata document connect"),
+        _checkbox("oauth_allow_private_metadata_hosts", "Allow client metadata on private addresses",
+                  "Lets the app fetch client metadata documents from loopback and private networks. Leave off unless "
+                  "you run such clients yourself: it lets anyone make the app send requests into your network"),
     ],
 )

@@ -309,9 +309,10 @@ async def proxy(request: Request) -> Response:
         content=await request.body(),
     )
     try:
-        upstream = await client.send(upstream_request, stream=True)
-    except httpx.HTTPError as exc:
-        return Response(f"ExApp request failed: {exc}", status_code=500, media_type="text/plain")
+        # Guzzle's default, which AppAPI keeps: the proxy follows the ExApp's redirects itself.
+        upstream = await client.send(upstream_request, stream=True, follow_redirects=True)
+    except httpx.HTTPError:
+        return Response(status_code=500)  # AppAPI: "Error during request to ExApp", an empty 500
     if protected:
         _count_attempt(nc, remote, upstream.status_code, protected)
     if app.proxy_mode == "streaming":

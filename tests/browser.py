@@ -101,6 +101,20 @@ class Chromium:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         return result.get("result", {}).get("value")
 
+    def wait_until(self, expression: str, timeout: float = 30.0) -> Any:
+        """Evaluate ``expression`` until it is truthy (pages that move on by themselves)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                value = self.evaluate(expression)
+            except RuntimeError:  # the page navigated away mid-evaluation
+                value = None
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{expression!r} stayed falsy for {timeout}s")
+            time.sleep(0.1)
+
     def screenshot(self, path: Path) -> bytes:
         data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
         path.parent.mkdir(parents=True, exist_ok=True)

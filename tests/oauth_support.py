@@ -8,6 +8,7 @@ import asyncio
 import base64
 import datetime
 import hashlib
+import html
 import ipaddress
 import json
 import re
@@ -190,15 +191,13 @@ class ScriptedBrowser:
         assert done.status_code == 303 and "error" not in done.headers["location"], done.headers.get("location")
 
     async def open(self, url: str, *, max_hops: int = 5) -> httpx.Response:
-        """GET ``url`` and follow redirects that stay on Nextcloud (login and back)."""
+        """GET ``url`` and follow redirects and refresh pages that stay on Nextcloud (login and back)."""
         for _ in range(max_hops):
             response = await self.http.get(url)
-            location = response.headers.get("location")
-            if response.status_code in (301, 302, 303) and location:
-                target = urljoin(url, location)
-                if target.startswith(self.nextcloud_url):
-                    url = target
-                    continue
+            target = next_url(response)
+            if target and target.startswith(self.nextcloud_url):
+                url = target
+                continue
             return response
         raise AssertionError("too many redirects")
 
@@ -212,8 +211,18 @@ class ScriptedBrowser:
             urljoin(str(page.url), form.pop("action")), data={**form, "decision": decision},
             headers={"Origin": self.nextcloud_url},
         )
-        assert answer.status_code == 303, (answer.status_code, answer.text[:300])
-        return answer.headers["location"]
+        target = next_url(answer)
+        assert target, (answer.status_code, answer.text[:300])
+        return target
+
+
+def next_url(response: httpx.Response) -> str | None:
+    """Where a browser goes next: an HTTP redirect, or a refresh page (the app sends those, since
+    AppAPI's proxy would follow a redirect itself)."""
+    if response.status_code in (301, 302, 303, 307, 308) and "location" in response.headers:
+        return urljoin(str(response.url), response.headers["location"])
+    refresh = re.search(r'<meta http-equiv="refresh" content="0;url=([^"]+)">', response.text)
+    return urljoin(str(response.url), html.unescape(refresh.group(1))) if refresh else None
 
 
 def consent_form(page: str) -> dict[str, str]:

@@ -25,14 +25,14 @@ def test_the_consent_page_in_headless_chromium(oauth_stack: Stack, metadata_host
     })
     chrome = Chromium(tmp_path / "profile")
     try:
-        chrome.navigate(str(url))
-        assert chrome.evaluate("location.pathname") == "/index.php/login"  # anonymous: Nextcloud's login first
+        chrome.navigate(str(url))  # anonymous: the app sends the browser to Nextcloud's login first
+        chrome.wait_until("location.pathname === '/index.php/login' && !!document.getElementById('user')")
         chrome.evaluate(
             f"document.getElementById('user').value = 'alice';"
             f"document.getElementById('password').value = {oauth_stack.app_password('alice')!r};"
             "document.forms.login.submit(); true"
         )
-        chrome.wait_for_event("Page.loadEventFired")
+        chrome.wait_until("!!document.getElementById('client-name')")
         assert chrome.evaluate("document.getElementById('client-name').textContent") == "Browser Test Client"
         assert chrome.evaluate("document.getElementById('redirect-host').textContent") == "127.0.0.1:8765"
         assert "semantic:read" in chrome.evaluate("document.getElementById('scopes').innerText")

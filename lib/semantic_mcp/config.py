@@ -87,6 +87,7 @@ class AdminSettings:
     oauth_enabled: bool = True
     oauth_scopes: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)  # what OAuth clients may be granted
     oauth_metadata_hosts: tuple[str, ...] = ()  # allow-list of client metadata hosts; empty = any public host
+    oauth_allow_registration: bool = True  # RFC 7591 dynamic registration (claude.ai, ChatGPT, VS Code use it)
     oauth_allow_private_metadata_hosts: bool = False  # loopback/private addresses for client metadata (tests)
 
     def source_enabled(self, doc_type: DocType) -> bool:

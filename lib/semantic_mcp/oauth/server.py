@@ -119,7 +119,6 @@ class AuthorizationServer:
             "issuer": self.issuer,
             "authorization_endpoint": f"{oauth}/authorize",
             "token_endpoint": f"{oauth}/token",
-            "registration_endpoint": f"{oauth}/register",
             "revocation_endpoint": f"{oauth}/revoke",
             "scopes_supported": list(self.allowed_scopes()),
             "response_types_supported": ["code"],
@@ -131,7 +130,15 @@ class AuthorizationServer:
             "code_challenge_methods_supported": ["S256"],
             "client_id_metadata_document_supported": True,
             "authorization_response_iss_parameter_supported": True,
+            **({"registration_endpoint": f"{oauth}/register"} if self.settings().oauth_allow_registration else {}),
         }
+
+    def register(self, body: bytes) -> dict[str, Any]:
+        """RFC 7591 dynamic registration, when the admin allows it."""
+        self._require_enabled()
+        if not self.settings().oauth_allow_registration:
+            raise OAuthError("access_denied", "client registration is switched off on this Nextcloud", status=403)
+        return self.clients.register(body)
 
     def policy(self) -> MetadataPolicy:
         settings = self.settings()
