@@ -104,3 +104,29 @@ def test_disable_and_enable_remove_and_restore_registrations(tmp_path) -> None:
         assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
     finally:
         own.stop()
+
+
+def test_the_event_stream_get_is_refused_through_the_buffering_proxy(stack: Stack) -> None:
+    """Through AppAPI's PHP proxy a GET stream never ends and holds a PHP worker: 405 at once."""
+    headers = {**stack.auth_headers("alice"), "Accept": "text/event-stream"}
+    assert httpx.get(stack.mcp_url, headers=headers, timeout=10).status_code == 405
+
+
+async def test_a_source_switched_off_and_on_through_the_admin_page(stack: Stack) -> None:
+    """The admin page stores an unticked checkbox as "" (and a ticked one as "1")."""
+    async def carol_found() -> bool:
+        return "Carol Jones" in await stack.titles("alice", "who did I meet at the Berlin conference")
+
+    assert await carol_found()
+    stack.set_admin_field("index_contacts", False)
+    try:
+        assert stack.fake.app_config(APP_ID)["index_contacts"] == ""
+        await stack.eventually(lambda: _negated(carol_found()), timeout=20)
+    finally:
+        stack.set_admin_field("index_contacts", True)
+    assert stack.fake.app_config(APP_ID)["index_contacts"] == "1"
+    await stack.eventually(carol_found, timeout=60)
+
+
+async def _negated(check) -> bool:
+    return not await check
