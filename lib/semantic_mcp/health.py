@@ -243,9 +243,11 @@ class NextcloudHealth:
         while self.in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
 
-    async def _check_credentials(self) -> None:
+    async def _check_credentials(self, *, retry: bool = False) -> None:
+        """One request with the app's credentials; callers that queued behind it use its answer."""
         async with self._probe_lock:
-            if self.credentials not in ("remembered", "refused") or self._credential_probe is None:
+            allowed = ("remembered", "refused") if retry else ("remembered",)
+            if self.credentials not in allowed or self._credential_probe is None:
                 return
             result = await self._credential_probe()
             if result == "ok":
@@ -293,7 +295,7 @@ class NextcloudHealth:
                 if delay <= 0:
                     log.info("Retrying the app's credentials with one request")
                     self.credentials_since = time.time()
-                    await self._check_credentials()
+                    await self._check_credentials(retry=True)
                     continue
             else:
                 delay = 60.0  # unknown or disabled: only AppAPI calling us changes this

@@ -1,0 +1,98 @@
+"""The shared Nextcloud health on its own: admission, credential checks, probe scheduling.
+
+The scenarios end to end (the real ExApp against the fake Nextcloud) are in test_bad_minutes.py;
+these pin the rules that are hard to observe from outside: one credential check however many
+callers wait, Retry-After honoured except for maintenance answers, nothing sent while unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from semantic_mcp.health import NextcloudHealth, Paused
+
+
+def probes(health: NextcloudHealth, credential_results: list[str], status_results: list[str] | None = None) -> list[str]:
+    calls: list[str] = []
+
+    async def credentials() -> str:
+        calls.append("credentials")
+        await asyncio.sleep(0.05)  # others arrive meanwhile
+        return credential_results.pop(0)
+
+    async def status() -> tuple[str, float | None]:
+        calls.append("status")
+        return (status_results or ["up"]).pop(0), None
+
+    health.set_probes(status, credentials)  # type: ignore[arg-type]
+    return calls
+
+
+async def test_nothing_is_sent_before_appapi_confirms_the_secret(tmp_path: Path) -> None:
+    health = NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret")
+    calls = probes(health, [])
+    with pytest.raises(Paused) as refused:
+        await health.admit()
+    assert refused.value.credentials and calls == []
+    health.confirmed_by_appapi()
+    await health.admit()
+    assert (tmp_path / "ok").exists()
+
+
+async def test_remembered_credentials_are_checked_once_for_all_callers(tmp_path: Path) -> None:
+    NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret").confirmed_by_appapi()
+    health = NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret")
+    assert health.credentials == "remembered"
+    calls = probes(health, ["refused"])
+    outcomes = await asyncio.gather(*(health.admit() for _ in range(8)), return_exceptions=True)
+    assert calls == ["credentials"]  # one failed login at most, not eight
+    assert all(isinstance(outcome, Paused) for outcome in outcomes)
+    assert health.credentials == "refused" and not (tmp_path / "ok").exists()
+    # Another secret is not taken for a remembered one.
+    assert NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:other").credentials == "unknown"
+
+
+async def test_a_user_refused_while_the_app_is_accepted_is_that_user_only() -> None:
+    health = NextcloudHealth()
+    health.confirmed_by_appapi()
+    calls = probes(health, ["ok", "refused"])
+    results = await asyncio.gather(*(health.check_user_refusal() for _ in range(5)))
+    assert results == [False] * 5 and calls == ["credentials"]  # checked once for the burst
+    health._user_check_at = float("-inf")  # a later 401, after the app itself was refused
+    assert await health.check_user_refusal() is True
+    assert health.credentials == "refused"
+
+
+async def test_retry_after_is_honoured_but_maintenance_is_probed_on_status() -> None:
+    health = NextcloudHealth()
+    health.confirmed_by_appapi()
+    health.unavailable("HTTP 429", retry_after=120)
+    assert health.outage is not None and health.outage.next_probe - time.time() > 100
+    other = NextcloudHealth()
+    other.confirmed_by_appapi()
+    other.unavailable("HTTP 503", retry_after=120, maintenance=True)
+    assert other.outage is not None and other.outage.next_probe - time.time() <= NextcloudHealth.max_probe_interval
+
+
+async def test_an_outage_pauses_everyone_and_ends_when_status_says_up() -> None:
+    health = NextcloudHealth()
+    health.confirmed_by_appapi()
+    resumed: list[bool] = []
+    health.on_resume(lambda: resumed.append(True))
+    calls = probes(health, [], ["maintenance", "up"])
+    health.unavailable("HTTP 503", maintenance=True)
+    with pytest.raises(Paused):
+        await health.admit()
+    assert health.outage is not None
+    health.outage.next_probe = time.time()  # skip the wait in this test
+    waiter = asyncio.create_task(health.wait_usable())
+    await asyncio.sleep(0.05)
+    assert not waiter.done() and calls == ["status"]  # still in maintenance
+    health.outage.next_probe = time.time()
+    await asyncio.wait_for(waiter, 5)
+    assert calls == ["status", "status"] and resumed == [True] and health.pauses == 1
+    await health.admit()
