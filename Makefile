@@ -13,7 +13,12 @@ APP_SECRET ?= change-me-to-a-long-random-secret
 APP_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' appinfo/info.xml | head -1)
 JSON_INFO := {"id":"semantic_mcp","name":"Semantic MCP","daemon_config_name":"manual_install","version":"$(APP_VERSION)","secret":"$(APP_SECRET)","port":$(APP_PORT),"routes":[{"url":"^mcp$$","verb":"GET,POST,DELETE","access_level":0,"headers_to_exclude":["cookie"]},{"url":"^\\.well-known.*$$","verb":"GET","access_level":0},{"url":"^oauth.token$$","verb":"POST","access_level":0,"bruteforce_protection":[400,401]},{"url":"^oauth.(authorize|consent|register|revoke|clients)$$","verb":"GET,POST","access_level":0}]}
 
-.PHONY: help venv test browser demo run register unregister bench clean
+# The real-Nextcloud tier of the tests (tests/real) runs on a local Nextcloud 32 that nc-kit sets up once.
+NC_KIT := ../shared/nextcloud-32-server/nc-kit
+export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
+export REAL_NC_PORT ?= 8089
+
+.PHONY: help venv test browser real-nextcloud demo run register unregister bench bench-load clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -31,8 +36,14 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
-test: $(STAMP) browser
+test: $(STAMP) browser real-nextcloud
 	PYTHONPATH=lib:. $(PY) -m pytest
+
+# Installs PHP from Debian's packages if missing (CI runs as root); ~1 min the first time, then reused.
+real-nextcloud:
+	@if [ -x $(NC_KIT) ]; then \
+	  [ -f $(REAL_NC_DIR)/env.sh ] || $(NC_KIT) setup $(REAL_NC_DIR) $(REAL_NC_PORT); \
+	else echo "$(NC_KIT) not found: the real-Nextcloud tier (tests/real) will be skipped"; fi
 
 # The consent-page test drives Debian's chromium headless; install it once (CI runs as root).
 browser:
@@ -58,5 +69,10 @@ bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/indexing.py
 	PYTHONPATH=lib:. $(PY) bench/search_latency.py
 
+# Concurrent searches through a real Nextcloud's AppAPI proxy (the real tier's instance).
+bench-load: $(STAMP) real-nextcloud
+	PYTHONPATH=lib:. $(PY) bench/load.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache data .demo
+	@[ ! -x $(NC_KIT) ] || [ ! -d $(REAL_NC_DIR) ] || $(NC_KIT) stop $(REAL_NC_DIR)
+	rm -rf $(VENV) .pytest_cache data .demo .nextcloud

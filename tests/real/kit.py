@@ -48,8 +48,8 @@ class RealNextcloud:
         if not (self.dir / "env.sh").exists():
             self.dir.mkdir(parents=True, exist_ok=True)
             self.kit("setup", str(self.port))
+        if not pristine.exists():  # right after setup: keep this state for every later run
             self.kit("save")
-            shutil.rmtree(pristine, ignore_errors=True)
             shutil.copytree(self.dir / "snapshot", pristine, symlinks=True)
         else:
             shutil.rmtree(self.dir / "snapshot", ignore_errors=True)
