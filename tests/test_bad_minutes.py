@@ -1,0 +1,236 @@
+"""Nothing lost when Nextcloud or the app has a bad minute (issue 11), on the fake Nextcloud with the
+real ExApp process: a maintenance window, ``kill -9`` while indexing, a start before registration.
+
+Each scenario asserts the same three things: every change is searchable afterwards (nothing lost),
+each document once (nothing duplicated), and Nextcloud recorded no failed login for the app's
+address (brute-force protection never saw it). Windows are short: the pause and resume logic does
+not depend on how long Nextcloud is away (the queue waits instead of spending attempts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stack import APP_ID, PUBLIC_HOST, Stack
+
+from fake_nextcloud.exapp_process import app_version, routes_from_info_xml
+
+ALICE = "alice"
+APP_ADDRESS = "127.0.0.1"
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    own = Stack(tmp_path, profile="minimal").start()
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+async def searchable(stack: Stack, folder: str, expected: dict[int, str], timeout: float = 60.0) -> float:
+    """Wait until exactly the files in ``expected`` (file id -> content) are indexed under
+    ``folder``, then find a sample of them by their content; returns the seconds until indexed.
+    Every search also checks that no document comes back twice."""
+    started = time.monotonic()
+    storage = stack.workdir / "storage"
+    while True:
+        rows = db_rows(storage, "SELECT source_id FROM documents WHERE user = 'alice' AND doc_type = 'file' "
+                                f"AND location LIKE '{folder}%'")
+        indexed = {int(row[0]) for row in rows}
+        if indexed == set(expected):
+            break
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"not indexed within {timeout:.0f}s: missing {sorted(set(expected) - indexed)}, "
+                                 f"unexpected {sorted(indexed - set(expected))}")
+        await asyncio.sleep(0.5)
+    took = time.monotonic() - started
+    for fid, text in list(expected.items())[:: max(1, len(expected) // 4)]:  # a sample, by its content
+        result = await stack.search(ALICE, text, use_reranking=False, limit=50)
+        ids = [hit["id"] for hit in result["results"]]
+        assert len(ids) == len(set(ids)), f"duplicate hits: {ids}"
+        assert f"file:{fid}" in ids, (text, ids)
+    return took
+
+
+SUBJECTS = ["otter", "glacier", "violin", "lantern", "cactus", "harbour", "comet", "falcon", "meadow", "tunnel"]
+PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Bergen", "Tbilisi", "Hobart", "Tromso", "Cusco", "Dakar"]
+
+
+def put(stack: Stack, folder: str, n: int, tag: str) -> dict[int, str]:
+    """``n`` short text files with distinct content; returns file id -> content."""
+    files = {}
+    for i in range(n):
+        text = f"The {SUBJECTS[i % 10]} report from {PLACES[(i // 10 + len(tag)) % 10]} ({tag} {i})."
+        files[stack.fake.put_file(ALICE, f"{folder}/{tag}-{i:02d}.txt", text)] = text
+    return files
+
+
+def no_failed_logins(stack: Stack) -> None:
+    assert stack.fake.bruteforce_attempts(APP_ADDRESS) == 0, f"failed logins: {stack.fake.state.throttler.log}"
+
+
+def db_rows(storage: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Read the app's durable state while it runs (SQLite WAL allows a concurrent reader)."""
+    with closing(sqlite3.connect(f"file:{storage / 'state.db'}?mode=ro", uri=True)) as db:
+        return db.execute(sql).fetchall()
+
+
+async def assert_clean(stack: Stack) -> None:
+    status = await stack.status(ALICE)
+    assert status["failures"] == [], status["failures"]
+    assert status["nextcloud"]["paused"] is False, status["nextcloud"]
+    assert status["webhooks"]["missing"] == [], status["webhooks"]
+    no_failed_logins(stack)
+
+
+async def test_maintenance_window_loses_nothing_and_spends_no_attempt(stack: Stack) -> None:
+    fake = stack.fake
+    storage = stack.workdir / "storage"
+    fake.webhooks.pause()
+    before = put(stack, "/Upgrade", 24, "kappa")
+    fake.webhooks.resume()
+    fake.webhooks.flush(30)  # in the app's queue
+    fake.set_maintenance(True)  # as `occ maintenance:mode --on` during an upgrade, mid-indexing
+    refused_at_start = fake.refused_in_maintenance()
+    during = put(stack, "/Upgrade", 8, "sigma")  # changed server-side: delivered after the window
+    await asyncio.sleep(1.5)
+
+    # The whole queue pauses: a handful of requests got 503, then only status.php is asked.
+    async def paused() -> Any:
+        rows = db_rows(storage, "SELECT COUNT(*), COALESCE(MAX(attempts), 0) FROM tasks")
+        return rows[0] if "Pausing all work with Nextcloud" in stack.log() else None
+
+    await stack.eventually(paused, timeout=20)
+    refused_early = fake.refused_in_maintenance()
+    await asyncio.sleep(8.0)  # the window; nothing depends on its length
+    pending, max_attempts = db_rows(storage, "SELECT COUNT(*), COALESCE(MAX(attempts), 0) FROM tasks")[0]
+    assert pending > 0 and max_attempts == 0, (pending, max_attempts)  # waiting, no attempt spent
+    assert db_rows(storage, "SELECT COUNT(*) FROM dead_letters")[0][0] == 0
+    assert fake.refused_in_maintenance() - refused_early <= 2, "kept calling Nextcloud during maintenance"
+    assert refused_early - refused_at_start < 40
+
+    fake.set_maintenance(False)
+    after = put(stack, "/Upgrade", 6, "omega")
+    took = await searchable(stack, "/Upgrade/", {**before, **during, **after})
+    assert took < 60
+    assert "Nextcloud answers again after" in stack.log()
+    await assert_clean(stack)
+
+
+async def test_kill_while_indexing_then_restart_catches_up(stack: Stack) -> None:
+    fake = stack.fake
+    first = put(stack, "/Crash", 20, "first")
+
+    async def mid_batch() -> Any:
+        files = (await stack.status(ALICE))["sources"]["file"]
+        return files if files["pending"] > 0 else None
+
+    await stack.eventually(mid_batch, timeout=30, interval=0.1)
+    stack.exapp.kill()  # SIGKILL: no shutdown handler runs
+
+    # Meanwhile: new files, an edit and a deletion. Their webhook deliveries fail and are never retried.
+    delivered = len(fake.webhooks.events())
+    while_down = put(stack, "/Crash", 8, "down")
+    edited_id, _ = next(iter(first.items()))
+    first[edited_id] = "The rewritten otter report from Reykjavik, edited while the app was down."
+    fake.put_file(ALICE, "/Crash/first-00.txt", first[edited_id])
+    deleted_id = list(first)[5]
+    fake.delete(ALICE, "/Crash/first-05.txt")
+    del first[deleted_id]
+    fake.webhooks.flush(30)
+    lost = [d for d in fake.webhooks.events()[delivered:] if d.error]
+    assert lost, "expected failed deliveries while the app was down"
+
+    stack.start_exapp()  # same storage and secret
+    fake.exapp(APP_ID).url = stack.exapp.url  # the daemon knows the app by its (new) port
+    restarted = time.monotonic()
+    await searchable(stack, "/Crash/", {**first, **while_down})
+    assert time.monotonic() - restarted < 60
+    assert "Catching up on changes made while the app was not running" in stack.log()
+    await assert_clean(stack)
+
+
+async def test_start_before_registration_keeps_the_queue_and_never_guesses(stack: Stack) -> None:
+    fake = stack.fake
+    storage = stack.workdir / "storage"
+    secret = stack.exapp.secret
+    fake.webhooks.pause()
+    queued = put(stack, "/Rereg", 40, "queued")
+    fake.webhooks.resume()
+    fake.webhooks.flush(30)  # every change is in the app's durable queue
+    # An admin re-registers the app while it has work: AppAPI disables it (PUT /enabled?enabled=0)...
+    fake.unregister_exapp(APP_ID)
+    pending = db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0]
+    stack.exapp.kill()
+    assert pending > 0, "the queue was drained before the re-registration; nothing left to prove"
+
+    # ...and the app starts again before `app_api:app:register`: AppAPI does not know it now.
+    log_start = len(stack.log())
+    stack.start_exapp()
+    await asyncio.sleep(6.0)
+    no_failed_logins(stack)
+    assert db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0] == pending  # nothing dropped, nothing tried
+    assert "Dropping" not in stack.log()[log_start:]
+
+    fake.register_exapp(APP_ID, stack.exapp.url, secret, app_version(), routes_from_info_xml(), exapp_host=PUBLIC_HOST)
+    await searchable(stack, "/Rereg/", queued)
+    await assert_clean(stack)
+    assert fake.webhooks.hooks, "webhooks were not registered again"
+
+
+async def test_a_secret_appapi_never_confirmed_is_never_tried(stack: Stack) -> None:
+    """The app restarts with a secret AppAPI does not know (a typo in its environment) and a queue
+    with work: it sends no request signed with it, so brute-force protection records nothing."""
+    fake = stack.fake
+    storage = stack.workdir / "storage"
+    fake.webhooks.pause()
+    queued = put(stack, "/Typo", 20, "typo")
+    fake.webhooks.resume()
+    fake.webhooks.flush(30)
+    stack.exapp.kill()
+    pending = db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0]
+    stack.exapp.env["APP_SECRET"] = "a-secret-appapi-does-not-know-0123"
+    stack.exapp.start()
+    fake.exapp(APP_ID).url = stack.exapp.url
+    put(stack, "/Typo", 1, "late")  # its delivery is signed with the registered secret: refused (401)
+    fake.webhooks.flush(30)
+    await asyncio.sleep(5.0)
+    no_failed_logins(stack)
+    assert db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0] == pending > 0
+    assert len(queued) == 20
+
+
+def test_missing_webhooks_are_registered_again_and_shown_meanwhile(tmp_path: Path) -> None:
+    own = Stack(tmp_path, profile="minimal", env={"WEBHOOK_CHECK_SECONDS": "3"}).start()
+    try:
+        asyncio.run(_webhooks_come_back(own))
+    finally:
+        own.stop()
+
+
+async def _webhooks_come_back(stack: Stack) -> None:
+    fake = stack.fake
+    with fake.state.lock:
+        registered = {hook.event for hook in fake.webhooks.hooks.values()}
+        fake.webhooks.hooks.clear()  # e.g. removed by an admin, or lost in a restore
+    assert registered
+
+    def back() -> bool:
+        with fake.state.lock:
+            return {hook.event for hook in fake.webhooks.hooks.values()} >= registered
+
+    await stack.eventually(back, timeout=30)
+    assert "webhook registration(s) missing: re-registering them" in stack.log()
+    files = put(stack, "/Hooks", 3, "hooked")  # delivered by the new registrations
+    await searchable(stack, "/Hooks/", files, timeout=30)
+    status = await stack.status(ALICE)
+    assert status["webhooks"]["missing"] == [] and status["webhooks"]["checked_at"]
+    no_failed_logins(stack)
