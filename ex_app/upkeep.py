@@ -44,6 +44,8 @@ DECK_EVENTS = [f"OCA\\Deck\\Event\\{name}" for name in ("CardCreatedEvent", "Car
 REQUIRED_EVENTS = FILE_EVENTS + CALENDAR_EVENTS
 
 WEBHOOK_CHECK_SECONDS = float(os.environ.get("WEBHOOK_CHECK_SECONDS", "600"))
+# Enabling and the periodic check may run at once; each must see what the other registered.
+_registering = asyncio.Lock()
 
 
 async def guarded(health: NextcloudHealth, what: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -77,6 +79,11 @@ async def ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: boo
 
     ``replace`` (on enable) removes ours first, so a changed app URL or event list takes effect.
     """
+    async with _registering:
+        return await _ensure_webhooks(nc, engine, replace=replace)
+
+
+async def _ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: bool) -> list[str]:
     health = engine.health
     report = engine.webhooks
     problems: list[str] = []
@@ -134,5 +141,8 @@ async def keep_webhooks_registered(engine: Engine) -> None:
         if due or health.pauses != pauses:
             pauses = health.pauses
             last_check = time.monotonic()
-            await ensure_webhooks(AsyncNextcloudApp(), engine)
+            try:
+                await ensure_webhooks(AsyncNextcloudApp(), engine)
+            except Exception:  # e.g. a timeout: the next check tries again; this loop must not end
+                log.exception("Checking the webhook registrations failed")
         await asyncio.sleep(5.0)

@@ -321,8 +321,8 @@ class Engine:
                 log.info("Catching up on changes made while the app was not running")
                 self._catch_up(full=True)
             self._tasks = [
-                asyncio.create_task(self.pipeline.run(), name="indexing-worker"),
-                asyncio.create_task(self._reconcile_loop(), name="reconciliation"),
+                asyncio.create_task(_supervised("indexing worker", self.pipeline.run), name="indexing-worker"),
+                asyncio.create_task(_supervised("reconciliation", self._reconcile_loop), name="reconciliation"),
             ]
 
     async def stop(self) -> None:
@@ -393,6 +393,19 @@ class WebhookHealth:
     def as_dict(self) -> dict[str, Any]:
         return {"checked_at": iso(self.checked_at), "registered": self.registered,
                 "missing": list(self.missing), "error": self.error}
+
+
+async def _supervised(name: str, loop: Callable[[], Awaitable[None]]) -> None:
+    """Run a background loop forever: an unexpected error is logged and the loop restarted, never
+    left to end silently (the app would look alive and do nothing)."""
+    while True:
+        try:
+            await loop()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("The %s stopped on an unexpected error; restarting it in 5 s", name)
+            await asyncio.sleep(5.0)
 
 
 def _remote_options(settings: AdminSettings) -> dict[str, str]:
