@@ -20,7 +20,10 @@ class NextcloudUser:
     def __init__(self, base_url: str, user: str, app_password: str) -> None:
         self.user = user
         self.base_url = base_url.rstrip("/")
-        self.http = httpx.Client(base_url=self.base_url, auth=(user, app_password), timeout=60)
+        # No cookie jar: with Nextcloud's session cookie a request counts as a browser's and WebDAV
+        # then demands a CSRF token ("CSRF check not passed"); API clients send credentials alone.
+        self.http = httpx.Client(base_url=self.base_url, auth=(user, app_password), timeout=60,
+                                 event_hooks={"response": [lambda response: self.http.cookies.clear()]})
 
     def close(self) -> None:
         self.http.close()
