@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,10 @@ class Engine:
         self._embedder: Embedder | None = None
         self._embedder_config: tuple[str, str, str] | None = None
         self._store: VectorStore | None = None
+        # The model and the store are made on first use, which may come from several threads at once
+        # (indexing and searches after a restart that had no /init); Chroma's client is not safe to
+        # create concurrently ("RustBindingsAPI object has no attribute bindings").
+        self._components_lock = threading.RLock()
         self._sources_key: tuple[Any, ...] | None = None
         self._sources: dict[str, Source] = {}
         self.gates = {
@@ -95,6 +100,10 @@ class Engine:
 
     def embedder(self) -> Embedder:
         """The configured embedding model; switching it re-indexes into new collections."""
+        with self._components_lock:
+            return self._current_embedder()
+
+    def _current_embedder(self) -> Embedder:
         settings = self.settings()
         config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model)
         if self._embedder is None or config != self._embedder_config:
@@ -109,6 +118,10 @@ class Engine:
         return self._embedder
 
     def store(self) -> VectorStore:
+        with self._components_lock:
+            return self._current_store()
+
+    def _current_store(self) -> VectorStore:
         if self._store is None:
             embedder = self.embedder()
             if self.deployment.chroma_host:
@@ -375,6 +388,9 @@ class Engine:
             "vector_store": f"chroma server {self.deployment.chroma_host}" if self.deployment.chroma_host else "embedded chroma",
             "initial_indexing_progress": self.backfill_progress,
             "sampling": {name: gate.metrics.as_dict() for name, gate in self.gates.items()},
+            # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
+            # callers' own; shared ones that could not be re-checked were withheld.
+            "verification": dict(self.verifier.metrics),
         }
 
 
