@@ -145,18 +145,24 @@ class SearchService:
         if checked.dropped:
             notes.append(f"{len(checked.dropped)} result(s) you can no longer open were removed")
         if checked.unverified:
-            notes.append(f"{checked.unverified} result(s) could not be re-checked with Nextcloud just now")
+            notes.append(f"{checked.unverified} of your own result(s) could not be re-checked with Nextcloud just "
+                         "now and may be out of date")
+        if checked.withheld:
+            notes.append(f"{checked.withheld} result(s) shared with you were withheld: Nextcloud could not confirm "
+                         "just now that you may still open them")
         return Retrieved(
             candidates=kept,
-            total_found=max(0, total - len(checked.dropped)),
+            total_found=max(0, total - len(checked.dropped) - checked.withheld),
             method=SEARCH_METHOD,
             dropped=len(checked.dropped),
             notes=notes,
         )
 
     async def still_readable(self, user: str, retrieved: Retrieved) -> bool:
-        """True when ``user`` can still open every document of an earlier retrieval."""
-        return not (await self.verifier.verify(user, retrieved.candidates)).dropped
+        """True when ``user`` can still open every document of an earlier retrieval (a shared one that
+        cannot be re-checked right now does not count as openable)."""
+        checked = await self.verifier.verify(user, retrieved.candidates)
+        return not checked.dropped and not checked.withheld
 
     def absolute_link(self, link: str) -> str:
         """A document's link (stored relative to Nextcloud's root) as the user's browser opens it."""
