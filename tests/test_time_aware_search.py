@@ -6,8 +6,10 @@ Nothing but the words of the question can tell the app which one is meant.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+from datetime import UTC, datetime, timedelta
 
+from scripted_model import ScriptedModel
 from stack import Stack
 
 
@@ -48,3 +50,20 @@ async def test_answer_tool_lists_the_upcoming_appointment_as_source_one(stack: S
     result = await ask(stack, "nc_semantic_search_answer", "When is my next dentist appointment?")
     first = result["sources"][0]
     assert first["number"] == 1 and first["title"] == "Dentist appointment" and first["event_start"] > now_iso()
+
+
+async def test_a_sampling_clients_analysis_replaces_the_word_cues_but_keeps_the_time_order(stack: Stack) -> None:
+    """The model filters (calendar events from a year and a half ago on); the words still say "soonest first"."""
+    since = (datetime.now(UTC) - timedelta(days=550)).strftime("%Y-%m-%d")
+    model = ScriptedModel(analysis=json.dumps({"doc_types": ["calendar_event"], "event_after": since,
+                                               "keywords": "dentist appointment"}))
+    result = await stack.call("alice", "nc_semantic_search", {"query": "When is my next dentist appointment?",
+                                                              "use_reranking": False}, sampling_callback=model)
+    assert not result.is_error, result.content
+    found = result.structured_content
+    assert found["query_analysis"]["doc_types"] == ["calendar_event"]
+    assert {hit["doc_type"] for hit in found["results"]} == {"calendar_event"}  # the model's filter
+    assert found["results"][0]["title"] == "Dentist appointment" and found["results"][0]["event_start"] > now_iso()
+    (note,) = [note for note in found["notes"] if note.startswith("Read from the query")]
+    assert "upcoming items first" in note and "favoured" not in note  # types and window: the model's
+    assert "'next'" in note and "appointment" not in note

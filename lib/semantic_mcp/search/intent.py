@@ -23,7 +23,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
@@ -174,7 +174,10 @@ class QueryIntent:
     direction: Direction | None = None
     window: Window | None = None
     doc_types: tuple[DocType, ...] = ()
-    cues: tuple[str, ...] = field(default_factory=tuple)  # the words that were understood
+    # The words that were understood, for the note: what set the direction, the window, the types.
+    direction_cues: tuple[str, ...] = ()
+    window_cues: tuple[str, ...] = ()
+    type_cues: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -184,7 +187,12 @@ class QueryIntent:
         """This intent once the client's model analysed the query: its type and date filters already
         select what the words here would only have favoured, so only the direction (an ordering,
         which the analysis cannot express) is kept where the model set them."""
-        return replace(self, doc_types=() if doc_types else self.doc_types, window=None if dated else self.window)
+        refined = self
+        if doc_types:
+            refined = replace(refined, doc_types=(), type_cues=())
+        if dated:
+            refined = replace(refined, window=None, window_cues=())
+        return refined
 
     def notes(self) -> list[str]:
         parts = []
@@ -198,7 +206,8 @@ class QueryIntent:
             parts.append(f"{' and '.join(t.replace('_', ' ') + 's' for t in self.doc_types)} favoured")
         if not parts:
             return []
-        cues = ", ".join(f"'{cue}'" for cue in self.cues)
+        words = dict.fromkeys((*self.direction_cues, *self.window_cues, *self.type_cues))
+        cues = ", ".join(f"'{cue}'" for cue in words)
         return [f"Read from the query ({cues}): {'; '.join(parts)}"]
 
 
@@ -207,12 +216,14 @@ def read_intent(query: str, now: datetime) -> QueryIntent:
     now = now.astimezone(UTC)
     text = query.lower().replace("’", "'")
     words = _TOKEN.findall(text)
-    cues: list[str] = []
-
-    direction = _direction(text, words, cues)
-    window = _window(text, words, now, direction, cues)
-    doc_types = _doc_types(words, cues)
-    return QueryIntent(int(now.timestamp()), direction, window, doc_types, tuple(dict.fromkeys(cues)))
+    direction_cues: list[str] = []
+    window_cues: list[str] = []
+    type_cues: list[str] = []
+    direction = _direction(text, words, direction_cues)
+    window = _window(text, words, now, direction, window_cues)
+    doc_types = _doc_types(words, type_cues)
+    return QueryIntent(int(now.timestamp()), direction, window, doc_types,
+                       tuple(direction_cues), tuple(window_cues), tuple(type_cues))
 
 
 def _direction(text: str, words: list[str], cues: list[str]) -> Direction | None:
