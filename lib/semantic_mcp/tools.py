@@ -256,7 +256,8 @@ def build_server(
         description=(
             "Find the user's notes, files, Deck cards, calendar events and contacts that match a query by meaning "
             "and by exact words. Returns ranked results with an excerpt, dates and a link that opens each item. "
-            "Filters: doc_types, modified_after/before and event_after/before (ISO dates), path_prefix (folder)."
+            "Filters: doc_types, modified_after/before and event_after/before (ISO dates), path_prefix (folder). "
+            "Read a result whole with nc_get_document and its id."
         ),
         annotations=read_only,
     )
