@@ -48,6 +48,8 @@ def main() -> None:
             when = f"  {hit['event_start']}" if hit.get("event_start") else ""
             print(f"{hit['score']:.2f}  {hit['doc_type']:<14} {hit['title']}{when}\n      {hit['link']}")
         print(f"({result['total_found']} found; {result['search_method']})")
+        for note in result.get("notes") or []:
+            print(f"note: {note}")
 
 
 if __name__ == "__main__":
