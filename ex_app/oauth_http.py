@@ -111,9 +111,8 @@ class OAuthHTTP:
     def __init__(self, server: AuthorizationServer, form_key: bytes) -> None:
         self.server = server
         self._form_key = form_key
-        self._issuer_path = urlsplit(server.issuer).path
-        issuer = urlsplit(server.issuer)
-        self._login_url = f"{issuer.scheme}://{issuer.netloc}{self._issuer_path.split('/index.php/', 1)[0]}/index.php/login"
+        self._issuer_path = urlsplit(server.issuer).path  # where the browser comes back to after login
+        self._login_url = f"{server.public_url}/index.php/login"
 
     def routes(self) -> list[Route]:
         return [
@@ -148,7 +147,7 @@ class OAuthHTTP:
         try:
             authorization, client = await self.server.validate_authorization(params)
         except RedirectableError as exc:
-            return _navigate(self._error_redirect(exc))
+            return _navigate(self.server.error_redirect(exc))
         except OAuthError as exc:
             return _error_page(exc.description, 403 if exc.status == 403 else 400)
         user = _user(request)
@@ -191,12 +190,6 @@ Only approve if you started this connection yourself. You can disconnect it any 
             return _error_page(exc.description, 400)
         log.info("%s %s an OAuth client", user, "approved" if form.get("decision") == "approve" else "declined")
         return _navigate(target)
-
-    def _error_redirect(self, exc: RedirectableError) -> str:
-        params = {"error": exc.error, "error_description": exc.description, "iss": self.server.issuer}
-        if exc.state is not None:
-            params["state"] = exc.state
-        return f"{exc.redirect_uri}{'&' if '?' in exc.redirect_uri else '?'}{urlencode(params)}"
 
     # --- the client side
 

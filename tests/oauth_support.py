@@ -179,16 +179,19 @@ class ScriptedBrowser:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def login(self, user: str, password: str) -> None:
+    async def login(self, user: str, password: str, redirect_url: str | None = None) -> str:
+        """Nextcloud's login as a browser does it; returns where Nextcloud sends the browser next."""
         page = await self.http.get(f"{self.nextcloud_url}/index.php/login")
         assert page.status_code == 200, page.status_code
         token = (await self.http.get(f"{self.nextcloud_url}/index.php/csrftoken")).json()["token"]
+        form = {"user": user, "password": password, "requesttoken": token}
+        if redirect_url:
+            form["redirect_url"] = redirect_url
         done = await self.http.post(
-            f"{self.nextcloud_url}/index.php/login",
-            data={"user": user, "password": password, "requesttoken": token},
-            headers={"Origin": self.nextcloud_url},
+            f"{self.nextcloud_url}/index.php/login", data=form, headers={"Origin": self.nextcloud_url},
         )
         assert done.status_code == 303 and "error" not in done.headers["location"], done.headers.get("location")
+        return urljoin(self.nextcloud_url + "/", done.headers["location"])
 
     async def open(self, url: str, *, max_hops: int = 5) -> httpx.Response:
         """GET ``url`` and follow redirects and refresh pages that stay on Nextcloud (login and back)."""

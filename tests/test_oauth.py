@@ -309,6 +309,14 @@ async def test_an_anonymous_browser_is_sent_to_nextcloud_login_and_back(oauth_st
     assert str(login).startswith(f"{oauth_stack.nextcloud_url}/index.php/login")
     back = login.params["redirect_url"]
     assert back.startswith(f"/index.php/apps/app_api/proxy/{APP_ID}/oauth/authorize?")
+    browser = ScriptedBrowser(oauth_stack.nextcloud_url)
+    try:
+        location = await browser.login("alice", oauth_stack.app_password("alice"), redirect_url=back)
+        assert location == f"{oauth_stack.nextcloud_url}{back}"
+        page = await browser.open(location)
+    finally:
+        await browser.aclose()
+    assert page.status_code == 200 and 'id="client-name">Hand-driven client<' in page.text
 
 
 async def test_a_private_metadata_host_is_refused_when_the_admin_does_not_allow_it(

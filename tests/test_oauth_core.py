@@ -133,6 +133,17 @@ async def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(serv
     assert server.verify(second["access_token"]) is None  # the whole grant went with it
 
 
+async def test_housekeeping_drops_expired_tokens_and_unused_registrations(server: AuthorizationServer,
+                                                                        clock: Clock) -> None:
+    _, answer = await tokens(server)
+    unused = register(server)
+    clock.now += REFRESH_TOKEN_SECONDS + 1
+    _, fresh = await tokens(server)  # issuing tokens runs the hourly housekeeping
+    assert server.store.token(answer["refresh_token"], "refresh") is None
+    assert server.store.client(unused) is None
+    assert server.verify(fresh["access_token"]) is not None
+
+
 async def test_grants_survive_a_restart(tmp_path: Path, clock: Clock) -> None:
     server = make_server(tmp_path, clock)
     _, answer = await tokens(server)

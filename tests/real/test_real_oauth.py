@@ -19,7 +19,7 @@ import pytest
 from browser import Chromium, png_colours
 from fake_nextcloud.exapp_process import APP_ID
 from oauth_support import (
-    REDIRECT_URI, MetadataHost, ScriptedBrowser, make_certificates, pkce, query_of, sdk_oauth_client,
+    REDIRECT_URI, MetadataHost, ScriptedBrowser, make_certificates, next_url, pkce, query_of, sdk_oauth_client,
 )
 from realstack import RealStack
 
@@ -101,6 +101,28 @@ async def test_the_sdk_client_connects_consents_searches_and_is_revoked_at_once(
     assert revoked.status_code == 200
     after = httpx.post(oauth_real.mcp_url, json={}, headers={"Authorization": f"Bearer {tokens.access_token}"})
     assert after.status_code == 401 and 'error="invalid_token"' in after.headers["www-authenticate"]
+
+
+async def test_an_anonymous_browser_goes_through_nextclouds_login_and_back_to_the_consent_page(
+    oauth_real: RealStack, metadata_host: MetadataHost
+) -> None:
+    client_id = metadata_host.client("anonymous.json", "Anonymous start")
+    url = str(httpx.URL(f"{issuer(oauth_real)}/oauth/authorize", params={
+        "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "state": "a",
+        "code_challenge": pkce()[1], "code_challenge_method": "S256"}))
+    browser = ScriptedBrowser(oauth_real.nextcloud_url)
+    try:
+        first = await browser.http.get(url)
+        login = httpx.URL(next_url(first))
+        assert first.status_code == 200 and login.path == "/index.php/login"
+        back = login.params["redirect_url"]
+        assert back.startswith(f"/index.php/apps/app_api/proxy/{APP_ID}/oauth/authorize?")
+        location = await browser.login("alice", oauth_real.nc.login_password("alice"), redirect_url=back)
+        assert location == f"{oauth_real.nextcloud_url}{back}"  # Nextcloud sends the browser back (303)
+        page = await browser.open(location)
+    finally:
+        await browser.aclose()
+    assert page.status_code == 200 and 'id="client-name">Anonymous start<' in page.text
 
 
 async def test_bobs_token_never_returns_alices_items(oauth_real: RealStack) -> None:

@@ -28,6 +28,7 @@ ACCESS_TOKEN_SECONDS = 3600
 REFRESH_TOKEN_SECONDS = 30 * 86400
 CODE_SECONDS = 300
 CONSENT_SECONDS = 900
+PURGE_SECONDS = 3600
 _PKCE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
 
 
@@ -80,9 +81,11 @@ class AuthorizationServer:
         self.store = store
         self.clients = registry
         self.settings = settings
-        self.issuer = f"{public_url.rstrip('/')}/index.php/apps/app_api/proxy/{app_id}"
+        self.public_url = public_url.rstrip("/")
+        self.issuer = f"{self.public_url}/index.php/apps/app_api/proxy/{app_id}"
         self.resource = f"{self.issuer}/mcp"
         self.clock = clock
+        self._purged_at = 0.0
 
     @classmethod
     def open(cls, storage: Path, settings: Callable[[], AdminSettings], public_url: str, app_id: str) -> AuthorizationServer:
@@ -187,6 +190,11 @@ class AuthorizationServer:
         wanted = requested.split() if requested else list(allowed)
         return " ".join(scope for scope in allowed if scope in wanted)  # unknown scopes are ignored (RFC 6749 3.3)
 
+    def error_redirect(self, exc: RedirectableError) -> str:
+        """Where an authorization error goes: the client's verified redirect URI (RFC 6749 4.1.2.1)."""
+        return _redirect(exc.redirect_uri, {"error": exc.error, "error_description": exc.description,
+                                            "state": exc.state, "iss": self.issuer})
+
     def begin_consent(self, user: str, request: AuthorizationRequest) -> tuple[str, str]:
         """Remember the request for the consent form; returns (request id, anti-CSRF token)."""
         return self.store.add_consent_request(user, asdict(request), self.clock() + CONSENT_SECONDS)
@@ -279,6 +287,9 @@ class AuthorizationServer:
         return self._issue(token.grant, scope, now)
 
     def _issue(self, grant: Any, scope: str, now: float) -> dict[str, Any]:
+        if now - self._purged_at > PURGE_SECONDS:  # housekeeping rides on token traffic, at most hourly
+            self.store.purge_expired(now)
+            self._purged_at = now
         access, refresh = new_secret(), new_secret()
         self.store.add_token(access, "access", grant, scope, now + ACCESS_TOKEN_SECONDS)
         self.store.add_token(refresh, "refresh", grant, scope, now + REFRESH_TOKEN_SECONDS)

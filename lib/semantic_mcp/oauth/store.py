@@ -47,6 +47,9 @@ CREATE INDEX IF NOT EXISTS tokens_by_grant ON tokens (grant_id);
 """
 
 
+UNUSED_REGISTRATION_SECONDS = 7 * 86400
+
+
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
@@ -240,7 +243,12 @@ class OAuthStore:
         return row["grant_id"] if row else None
 
     def purge_expired(self, now: float) -> None:
+        """Drop what can no longer be used, and registrations nobody authorized within a week."""
         with self._lock:
+            self._db.execute(
+                "DELETE FROM clients WHERE registered_at < ? AND client_id NOT IN (SELECT client_id FROM grants)",
+                (now - UNUSED_REGISTRATION_SECONDS,),
+            )
             self._db.execute("DELETE FROM tokens WHERE expires_at < ?", (now,))
             self._db.execute("DELETE FROM codes WHERE expires_at < ?", (now - 86400,))
             self._db.execute("DELETE FROM consent_requests WHERE expires_at < ?", (now,))
