@@ -309,8 +309,9 @@ async def proxy(request: Request) -> Response:
         content=await request.body(),
     )
     try:
-        # Guzzle's default, which AppAPI keeps: the proxy follows the ExApp's redirects itself.
-        upstream = await client.send(upstream_request, stream=True, follow_redirects=True)
+        # The PHP proxy (Guzzle's defaults) follows the ExApp's redirects itself, server-side (seen on a
+        # real Nextcloud 32: it fetched an OAuth client's callback); HaRP, a reverse proxy, passes them on.
+        upstream = await client.send(upstream_request, stream=True, follow_redirects=app.proxy_mode == "buffered")
     except httpx.HTTPError:
         return Response(status_code=500)  # AppAPI: "Error during request to ExApp", an empty 500
     if protected:
