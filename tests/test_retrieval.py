@@ -285,9 +285,23 @@ def test_reciprocal_rank_fusion_is_the_selectable_alternative(retriever: HybridR
     exact = rrf.search_sync("alice", "K7R-99Q2", 3)
     assert keys(exact)[0] == "note:1" and exact[0].legs == ("dense", "keyword")
     assert keys(rrf.search_sync("alice", "fix dripping tap", 3))[0] == "file:4"
-    scores = [c.score for c in exact]
-    assert all(0 < s <= 1 for s in scores) and scores == sorted(scores, reverse=True)
+    # RRF decides the order; the scores stay the calibrated probabilities, so the exact match scores highest.
+    assert all(0 < c.score <= 1 for c in exact) and exact[0].score == max(c.score for c in exact)
     assert Deployment.from_env({"SEARCH_FUSION": "RRF"}).search_fusion == "rrf"
-    assert Deployment.from_env({}).search_fusion == "convex"
+    assert Deployment.from_env({}).search_fusion == "calibrated"
     with pytest.raises(ValueError, match="SEARCH_FUSION"):
         Deployment.from_env({"SEARCH_FUSION": "borda"})
+
+
+def test_scores_are_calibrated_so_noise_falls_below_the_cut_off(retriever: HybridRetriever) -> None:
+    """Scores are P(answers) for the built-in model: a question nothing answers scores below the default
+    cut-off, an exact code match passes it however far it is in meaning; unknown models cut nothing."""
+    from semantic_mcp.search.retrieval import UNCALIBRATED, calibration_for
+
+    calibration = retriever.calibration()
+    assert calibration is calibration_for(retriever.embedder.model_id) and calibration is not UNCALIBRATED
+    noise = retriever.search_sync("alice", "wifi password", 3)
+    assert noise and not any(calibration.keeps(c.score, c.coverage) for c in noise)
+    exact = retriever.search_sync("alice", "K7R-99Q2", 3)[0]
+    assert exact.doc_key == "note:1" and exact.coverage == 1.0 and calibration.keeps(exact.score, exact.coverage)
+    assert calibration_for("openai-text-embedding-3-small") is UNCALIBRATED and UNCALIBRATED.cut_off == 0

@@ -26,7 +26,7 @@ class Deployment:
     chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of embedded Chroma
     chroma_port: int = 8000
     log_level: str = "INFO"
-    search_fusion: str = "convex"  # SEARCH_FUSION: convex (measured best) or rrf (reciprocal rank fusion)
+    search_fusion: str = "calibrated"  # SEARCH_FUSION: calibrated (measured best) or rrf (reciprocal rank fusion)
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
 
@@ -39,7 +39,7 @@ class Deployment:
             chroma_host=env.get("CHROMA_HOST") or None,
             chroma_port=int(env.get("CHROMA_PORT") or 8000),
             log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
-            search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "convex", ("convex", "rrf")),
+            search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
             nextcloud_ai_recheck_seconds=float(env.get("NEXTCLOUD_AI_RECHECK_SECONDS") or 300.0),
         )
 

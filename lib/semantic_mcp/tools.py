@@ -171,7 +171,7 @@ def build_server(
     async def retrieve_docs(
         query: str,
         limit: int,
-        score_threshold: float,
+        score_threshold: float | None,
         doc_types: list[DocType] | None,
         modified_after: str | None,
         modified_before: str | None,
@@ -268,7 +268,9 @@ def build_server(
         ranking: Annotated[Any, Resolve(rerank_docs)],
         analysis: Annotated[Any, Resolve(analyze_query)],
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
-        score_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        score_threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
+            "Minimum score (the estimated probability that a result answers the query). Default: the app's "
+            "cut-off, so a question nothing answers returns no results; 0 returns the closest items anyway"))] = None,
         doc_types: list[DocType] | None = None,
         modified_after: str | None = None,
         modified_before: str | None = None,
@@ -306,7 +308,9 @@ def build_server(
         analysis: Annotated[Any, Resolve(analyze_query)],
         answer: Annotated[Any, Resolve(write_answer)],
         limit: Annotated[int, Field(ge=1, le=20)] = 5,
-        score_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        score_threshold: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
+            "Minimum score (the estimated probability that a result answers the query). Default: the app's "
+            "cut-off, so a question nothing answers returns no results; 0 returns the closest items anyway"))] = None,
         max_answer_tokens: Annotated[int, Field(ge=50, le=4000)] = 800,
         doc_types: list[DocType] | None = None,
         modified_after: str | None = None,

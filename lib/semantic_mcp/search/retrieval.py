@@ -37,27 +37,24 @@ Leg = Literal["dense", "keyword"]
 
 @dataclass(frozen=True)
 class Fusion:
-    """How the legs are fused, tuned by ``bench/retrieval_quality.py --tune`` (see bench/RESULTS.md).
+    """How the legs are fused (``bench/calibration.py`` and ``bench/retrieval_quality.py``, bench/RESULTS.md).
 
-    ``method`` "convex" (the default): ``keyword_weight`` is the share of keyword coverage in
-    the mix, ``dense_weight`` (the rest) that of the scaled cosine, so fused scores lie in
-    [0, 1]. 0.3 was best on both sets (nDCG@10 0.811 / 0.886 against dense 0.808 / 0.868);
-    0.25-0.35 are within noise.
+    ``method`` "calibrated" (the default): candidates rank by their calibrated score
+    (:class:`Calibration`), a fixed linear mix of raw cosine and keyword coverage fitted per
+    embedding model. Chosen by cross-validation across the two sets.
 
     ``method`` "rrf": reciprocal rank fusion, ``dense_weight / (rrf_k + dense rank) +
-    keyword_weight / (rrf_k + BM25 rank)`` per chunk, divided by its maximum so it lies in
-    [0, 1]. Kept as the measured alternative: its best setting (``Fusion.rrf()``) falls below
-    the dense leg alone on MS MARCO (0.793 against 0.808), because it gives BM25's top ranks a
-    fixed share whatever their scores.
+    keyword_weight / (rrf_k + BM25 rank)`` per chunk. Kept as the measured alternative: it falls
+    below the dense leg alone on MS MARCO, because it gives BM25's top ranks a fixed share
+    whatever their scores. Scores are the calibrated ones whatever the method.
 
-    ``depth`` chunks per leg are fetched per result asked (several chunks may share a
-    document).
+    ``depth`` chunks per leg are fetched per result asked (several chunks may share a document).
     """
 
-    keyword_weight: float = 0.3
     depth: int = 4
-    method: Literal["convex", "rrf"] = "convex"
+    method: Literal["calibrated", "rrf"] = "calibrated"
     rrf_k: int = 10
+    keyword_weight: float = 0.75 / 1.75  # rrf only
 
     @property
     def dense_weight(self) -> float:
@@ -69,6 +66,81 @@ class Fusion:
         return cls(method="rrf", keyword_weight=0.75 / 1.75, rrf_k=10)
 
 
+# Below this estimated probability of answering the query a candidate is not returned by default
+# (bench/calibration.py measures what it costs and what it saves, bench/RESULTS.md).
+DEFAULT_CUT_OFF = 0.3
+# An exact match: a passage holding this share of the query's term weight (every distinctive word).
+# A codes-and-names query ("invoice K7R-99Q2", a phone number) is far from every passage in meaning,
+# so its match ranks with a bonus and passes the default cut-off whatever its score. Measured: 0.95
+# or more in 4-5% of the judged answers and in 0-0.01% of the other candidates.
+EXACT_MATCH_COVERAGE = 0.95
+# A question that names the kind of item it wants ("my last dentist appointment", "¿mi última cita?")
+# is independent evidence for candidates of that kind, so they need only this share of the cut-off.
+# Set on the demo, not on the benchmark sets (which have no item types): a question in another
+# language than the item (Spanish or German about an English event) scores 0.20-0.28 there, noise
+# of any kind 0.03-0.27, and events unrelated to a named kind 0.03-0.07.
+NAMED_KIND_CUT_OFF_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How one embedding model's evidence becomes a score that means the same across queries.
+
+    Fusion: ``cosine + keyword_weight x coverage (+ exact_bonus for an exact match)``: the raw
+    cosine similarity of a chunk, plus its keyword coverage (:meth:`KeywordIndex.coverage`) worth
+    ``keyword_weight`` of cosine, plus ``exact_bonus`` when it holds every distinctive word of the
+    query (coverage >= ``EXACT_MATCH_COVERAGE``). So the keyword leg weighs by how decisive its
+    match is: a partial overlap of words moves a passage little, a code, number or name matched
+    exactly moves it past look-alikes. Raw, not scaled over the candidates, so a match is worth the
+    same whatever the other candidates are; in the model's own cosine units (e5's cosines span
+    little, MiniLM's much more). ``keyword_weight`` is chosen by cross-validation across MS MARCO
+    and ARCD (``bench/calibration.py``): the weight picked on either set keeps the hybrid at or
+    above the dense leg on the other; ``exact_bonus`` on exact-token probes, as long as both sets
+    stay at or above the dense leg.
+
+    Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
+    candidates of both sets (each query weighing alike, half its answers and half the rest, so no
+    set's share of relevant passages leaks in), checked on the set it was not fitted on.
+    """
+
+    keyword_weight: float
+    exact_bonus: float
+    bias: float
+    slope: float
+    cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
+
+    def fused(self, cosine: float, coverage: float) -> float:
+        exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
+        return cosine + self.keyword_weight * coverage + exact
+
+    def probability(self, cosine: float, coverage: float) -> float:
+        return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage))))
+
+    def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False) -> bool:
+        """Whether the default cut-off keeps a candidate: its score reaches ``cut_off`` (or
+        ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names), or it holds
+        (nearly) every distinctive word of the query, an exact match whatever its similarity."""
+        cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
+        return score >= cut_off or (coverage or 0.0) >= EXACT_MATCH_COVERAGE
+
+
+# Per embedder ``model_id``, fitted by ``bench/calibration.py`` (bench/RESULTS.md has the checks).
+CALIBRATIONS: dict[str, Calibration] = {
+    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-25.71, slope=29.94),
+    "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=0.0, slope=0.0),
+}
+# Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
+# scale is unknown, so their score is the relative mix below (the fusion shipped before calibration:
+# nDCG@10 0.811 / 0.886 with e5), meaningful within one search only, and nothing is cut by default.
+UNCALIBRATED = Calibration(keyword_weight=0.0, exact_bonus=0.0, bias=0.0, slope=0.0, cut_off=0.0)
+RELATIVE_KEYWORD_WEIGHT = 0.3
+
+
+def calibration_for(model_id: str) -> Calibration:
+    """The calibration fitted for ``model_id``, or the conservative fallback for other (remote) models."""
+    return CALIBRATIONS.get(model_id, UNCALIBRATED)
+
+
 @dataclass
 class Candidate:
     """One document found, with the chunk that represents it."""
@@ -77,11 +149,12 @@ class Candidate:
     chunk_id: str
     text: str
     metadata: dict[str, Any]
-    score: float  # fused score in [0, 1]; higher is better, comparable within one search only
+    score: float  # calibrated P(answers the query) in [0, 1], comparable across queries (see Calibration)
     dense_score: float | None = None  # cosine similarity of the document's best dense chunk (or, found by
     # keyword only, of its best keyword chunk; None only when that chunk has no vector)
     dense_rank: int | None = None  # 1-based rank of the document in the dense leg
     keyword_rank: int | None = None  # 1-based rank of the document in the keyword leg
+    coverage: float | None = None  # keyword coverage of the representing chunk (KeywordIndex.coverage)
     legs: tuple[Leg, ...] = field(default_factory=tuple)
 
 
@@ -140,6 +213,10 @@ class HybridRetriever:
         self.fusion = fusion or Fusion()
         self.filtered = filtered or FilteredDense()
 
+    def calibration(self) -> Calibration:
+        """The score calibration of the current embedding model (an admin may switch models at run time)."""
+        return calibration_for(self.embedder.model_id)
+
     def _mix(
         self,
         user: str,
@@ -148,33 +225,47 @@ class HybridRetriever:
         bm25: dict[str, float],
         keyword_query: str,
         mode: Mode,
-    ) -> dict[str, float]:
-        """Each candidate chunk's fused score in [0, 1]: ``dense_weight`` x its cosine min-max
-        scaled over the candidates + ``keyword_weight`` x its keyword coverage
-        (:meth:`KeywordIndex.coverage`). Single-leg modes score by that leg alone (cosine
-        scaled, BM25 over the best BM25), which keeps each leg's own order.
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        """Each candidate chunk's (ranking key, score, keyword coverage).
 
-        Both scores are known for every candidate: a chunk only BM25 found gets its cosine
-        from its stored vector (added to ``dense_cos``); coverage is computed for the chunks
-        the vectors found too, whether or not they were among the keyword hits.
+        Hybrid: both kinds of evidence are known for every candidate (a chunk only BM25 found gets
+        its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
+        chunks the vectors found too), and the score is their calibrated probability of answering
+        (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
+        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine and keyword mode by BM25, with the same scores as hybrid
+        for dense; keyword mode has no vector, so it scores BM25 over the best BM25.
         """
         if mode == "keyword" or vector is None:
-            return _scaled(bm25, top_only=True)
-        if mode == "dense":
-            return _scaled(dense_cos)
-        if self.fusion.method == "rrf":
-            return self._reciprocal_rank(list(dense_cos), list(bm25))
+            scaled = _scaled(bm25, top_only=True)
+            return scaled, scaled, {}
+        dense_ids = list(dense_cos)
         missing = [c for c in bm25 if c not in dense_cos]
         if missing:
             query = np.asarray(vector, dtype=np.float32)
             query = query / (np.linalg.norm(query) or 1.0)
             for chunk_id, stored in self.store.embeddings(user, missing).items():
                 dense_cos[chunk_id] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
-        dense = _scaled(dense_cos)
-        keyword = self.keyword.coverage(user, keyword_query, list(dense)) if bm25 else {}
-        w = self.fusion.keyword_weight
         # Keyword hits whose vector is gone (not or no longer in the store) are left out.
-        return {c: (1.0 - w) * d + w * keyword.get(c, 0.0) for c, d in dense.items()}
+        coverage = self.keyword.coverage(user, keyword_query, list(dense_cos))
+        calibration = self.calibration()
+        if calibration is UNCALIBRATED:
+            fused = scores = self._relative_mix(dense_cos, coverage)
+        else:
+            fused = {c: calibration.fused(cos, coverage.get(c, 0.0)) for c, cos in dense_cos.items()}
+            scores = {c: calibration.probability(cos, coverage.get(c, 0.0)) for c, cos in dense_cos.items()}
+        if mode == "dense":
+            return dict(dense_cos), scores, coverage
+        if self.fusion.method == "rrf":
+            return self._reciprocal_rank(dense_ids, list(bm25)), scores, coverage
+        # Ranked by the fused evidence itself: the probabilities of strong matches all round to 1.
+        return fused, scores, coverage
+
+    @staticmethod
+    def _relative_mix(dense_cos: dict[str, float], coverage: dict[str, float]) -> dict[str, float]:
+        """The score for a model without a calibration: ``RELATIVE_KEYWORD_WEIGHT`` x coverage + the rest x
+        cosine min-max scaled over the candidates. Meaningful within one search only."""
+        dense, w = _scaled(dense_cos), RELATIVE_KEYWORD_WEIGHT
+        return {c: (1.0 - w) * d + w * coverage.get(c, 0.0) for c, d in dense.items()}
 
     def _reciprocal_rank(self, dense_ids: list[str], keyword_ids: list[str]) -> dict[str, float]:
         """Each chunk's reciprocal-rank-fusion score over both legs' rankings, in [0, 1]."""
@@ -259,14 +350,16 @@ class HybridRetriever:
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
-        chunk_scores = self._mix(user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode)
-        doc_scores: dict[str, float] = {}
+        rank_key, chunk_scores, coverage = self._mix(
+            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode
+        )
+        doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
         best_chunk: dict[str, str] = {}
-        for chunk_id in sorted(chunk_scores, key=lambda c: -chunk_scores[c]):
+        for chunk_id in sorted(rank_key, key=lambda c: -rank_key[c]):
             doc_key = doc_of[chunk_id]
             if doc_key not in best_chunk:
-                best_chunk[doc_key], doc_scores[doc_key] = chunk_id, chunk_scores[chunk_id]
-        top = sorted(doc_scores, key=lambda d: (-doc_scores[d], d))[:k]
+                best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
+        top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
         missing = [best_chunk[d] for d in top if best_chunk[d] not in records]
         records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
@@ -281,10 +374,11 @@ class HybridRetriever:
                     chunk_id=record.chunk_id,
                     text=record.text,
                     metadata=dict(record.metadata),
-                    score=doc_scores[doc_key],
+                    score=chunk_scores.get(record.chunk_id, 0.0),
                     dense_score=dense_best.get(doc_key, dense_cos.get(record.chunk_id)),
                     dense_rank=doc_ranks["dense"].get(doc_key),
                     keyword_rank=doc_ranks["keyword"].get(doc_key),
+                    coverage=coverage.get(record.chunk_id),
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
                 )
             )

@@ -18,11 +18,13 @@ from pydantic import BaseModel, Field
 
 from .filters import SearchFilters
 from .intent import QueryIntent, apply_intent
-from .retrieval import HybridRetriever
+from .retrieval import UNCALIBRATED, HybridRetriever
 from .verify import Verifier
 
 VERIFY_SLACK = 5  # candidates retrieved and verified beyond those returned
-SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + keyword (FTS5, IDF-weighted coverage), convex score fusion"
+SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + keyword (FTS5, IDF-weighted coverage)"
+CALIBRATED = "scores: calibrated probability of answering"
+UNCALIBRATED_SCORES = "scores: relative within this search (no calibration for this embedding model, nothing cut)"
 
 
 class SearchHit(BaseModel):
@@ -31,8 +33,12 @@ class SearchHit(BaseModel):
     doc_type: str = Field(description="note, file, deck_card, calendar_event or contact")
     title: str
     excerpt: str = Field(description="The passage around the match")
-    score: float = Field(description="Relevance in [0, 1]: meaning (scaled cosine) and exact words (IDF-weighted coverage) mixed")
-    similarity: float | None = Field(None, description="Cosine similarity of the best passage, when found by meaning")
+    score: float = Field(description=(
+        "Estimated probability in [0, 1] that this item answers the query, from its similarity in meaning and "
+        "its exact words; calibrated per embedding model, so it means the same across queries"))
+    similarity: float | None = Field(None, description="Cosine similarity of the best passage (raw, model-specific)")
+    keyword_match: float | None = Field(None, description=(
+        "Share in [0, 1] of the query's distinctive words (weighted by rarity) that the best passage contains"))
     link: str = Field(description="Opens the item in Nextcloud")
     location: str = Field("", description="Folder path, board/stack, calendar or address book")
     modified: str | None = Field(None, description="Last change, ISO 8601 UTC")
@@ -63,6 +69,19 @@ def excerpt(text: str, query: str, width: int = 360) -> str:
     start = body.rfind(" ", 0, start) + 1 if start else 0
     snippet = body[start : start + width].rsplit(" ", 1)[0]
     return ("…" if start else "") + snippet + ("…" if start + len(snippet) < len(body) else "")
+
+
+def _cut_off_notes(candidates: list[Any], passing: list[Any], cut_off: float, limit: int) -> list[str]:
+    """What the relevance cut-off left out, when it matters to the caller: everything, or results they asked for."""
+    if not candidates or len(passing) >= min(limit, len(candidates)):
+        return []
+    best = max(float(c.score) for c in candidates)
+    if not passing:
+        return [f"Nothing in your Nextcloud answers this closely enough: the closest item's estimated relevance is "
+                f"{best:.2f}, below the cut-off {cut_off:.2f}. Rephrase, or pass score_threshold=0 to see the "
+                f"closest items anyway."]
+    return [f"Only {len(passing)} result(s) reach the relevance cut-off {cut_off:.2f}; pass a lower score_threshold "
+            f"to see weaker matches."]
 
 
 @dataclass
@@ -122,7 +141,7 @@ class SearchService:
         limit: int,
         filters: SearchFilters,
         *,
-        score_threshold: float = 0.0,
+        score_threshold: float | None = None,
         keyword_query: str | None = None,
         depth: int | None = None,
         intent: QueryIntent | None = None,
@@ -132,16 +151,24 @@ class SearchService:
         depth = depth or limit
         # A few more than asked for, so that the hits verification drops can be replaced.
         candidates = await self.retriever.search(user, query, depth + VERIFY_SLACK, filters, keyword_query=keyword_query)
-        if score_threshold > 0:
-            # A semantic threshold: hits found only by their exact words are kept whatever their similarity.
-            candidates = [
-                c for c in candidates
-                if c.legs == ("keyword",) or c.dense_score is None or c.dense_score >= score_threshold
-            ]
+        # Scores are calibrated probabilities that the item answers the query, so one cut-off holds
+        # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
+        calibration = self.retriever.calibration()
+        if score_threshold is None:
+            cut_off = calibration.cut_off
+            named = set(intent.doc_types) if intent is not None else set()
+            passing = [c for c in candidates
+                       if calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named)]
+        else:
+            cut_off = score_threshold
+            passing = [c for c in candidates if c.score >= cut_off]
+        cut_notes = _cut_off_notes(candidates, passing, cut_off, limit)
+        candidates = passing
         total = len(candidates)
         checked = await self.verifier.verify(user, candidates)
         kept = apply_intent(checked.kept, intent)[:depth]
         notes = intent.notes() if intent is not None else []
+        notes.extend(cut_notes)
         if checked.dropped:
             notes.append(f"{len(checked.dropped)} result(s) you can no longer open were removed")
         if checked.unverified:
@@ -153,7 +180,7 @@ class SearchService:
         return Retrieved(
             candidates=kept,
             total_found=max(0, total - len(checked.dropped) - checked.withheld),
-            method=SEARCH_METHOD,
+            method=f"{SEARCH_METHOD}; {UNCALIBRATED_SCORES if calibration is UNCALIBRATED else CALIBRATED}",
             dropped=len(checked.dropped),
             notes=notes,
         )
@@ -176,6 +203,7 @@ class SearchService:
             excerpt=excerpt(candidate.text, query),
             score=round(float(candidate.score), 4),
             similarity=round(float(candidate.dense_score), 4) if candidate.dense_score is not None else None,
+            keyword_match=round(float(candidate.coverage), 4) if candidate.coverage is not None else None,
             link=self.absolute_link(str(meta.get("link") or "")),
             location=str(meta.get("location", "")),
             modified=iso(meta.get("modified")),
