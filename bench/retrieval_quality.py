@@ -164,7 +164,8 @@ def main() -> None:
     datasets = [load(name) for name in args.sets]
     with tempfile.TemporaryDirectory() as tmp:
         retrievers = {d.name: build(d, embedder, Path(tmp)) for d in datasets}
-        print(f"\nRetrieval quality, embedder `{embedder.model_id}`, default fusion {Fusion()}\n")
+        calibration = retrievers[datasets[0].name].calibration()
+        print(f"\nRetrieval quality, embedder `{embedder.model_id}`, fusion `{Fusion().method}`, {calibration}\n")
         print("| Set | Queries | Leg | nDCG@10 | Recall@10 |\n|---|---|---|---|---|")
         for d in datasets:
             retriever = retrievers[d.name]
