@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import BackgroundTasks, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from mcp.server.transport_security import TransportSecuritySettings
 from nc_py_api import AsyncNextcloudApp, NextcloudException
 from nc_py_api.ex_app import set_handlers
@@ -33,7 +33,14 @@ from semantic_mcp.tools import Principal, build_server
 from .appapi import AppAPIAuth, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
 from .oauth_http import BearerGuard, OAuthHTTP
 from .settings_form import ADMIN_FORM, FORM_ID
-from .upkeep import WEBHOOK_PATH, ensure_webhooks, guarded, keep_webhooks_registered
+from .upkeep import (
+    SELF_CHECK_PATH,
+    WEBHOOK_PATH,
+    appapi_self_check,
+    ensure_webhooks,
+    guarded,
+    keep_webhooks_registered,
+)
 
 log = logging.getLogger("semantic_mcp")
 
@@ -78,9 +85,10 @@ def create_app() -> FastAPI:
     health = NextcloudHealth(
         memory=deployment.storage / "credentials-confirmed",
         fingerprint=f"{app_identity.app_id}:{app_identity.secret}",
-        credential_retry_seconds=float(os.environ.get("CREDENTIAL_RETRY_SECONDS", "1800")),
+        credential_retry_seconds=float(os.environ.get("CREDENTIAL_RETRY_SECONDS", "60")),
     )
     nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for, health=health)
+    health.set_credential_probe(appapi_self_check(app_identity.nextcloud_url, app_identity.app_id, health), free=True)
     public_url = os.environ.get("NEXTCLOUD_PUBLIC_URL") or app_identity.nextcloud_url  # links, OAuth issuer
 
     async def list_users() -> list[str]:
@@ -140,6 +148,10 @@ def create_app() -> FastAPI:
         health.app_disabled()  # AppAPI knows our secret now, but refuses our calls until /enabled
         background.add_task(_prepare, engine)
         return JSONResponse({})
+
+    @app.get(SELF_CHECK_PATH)
+    async def appapi_self_check_arrived() -> Response:
+        return Response(status_code=204)  # AppAPIAuth has already confirmed the secret it was signed with
 
     @app.post(WEBHOOK_PATH)
     async def webhook(request: Request) -> JSONResponse:

@@ -18,11 +18,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import httpx
 import niquests
 from nc_py_api import AsyncNextcloudApp, NextcloudException
 
 from semantic_mcp.engine import Engine
-from semantic_mcp.health import NextcloudHealth, Paused
+from semantic_mcp.health import CredentialCheck, NextcloudHealth, Paused
 from semantic_mcp.nextcloud import CredentialsRefused, Unavailable
 
 log = logging.getLogger("semantic_mcp")
@@ -46,6 +47,42 @@ REQUIRED_EVENTS = FILE_EVENTS + CALENDAR_EVENTS
 WEBHOOK_CHECK_SECONDS = float(os.environ.get("WEBHOOK_CHECK_SECONDS", "600"))
 # Enabling and the periodic check may run at once; each must see what the other registered.
 _registering = asyncio.Lock()
+
+
+SELF_CHECK_PATH = "/.well-known/appapi-self-check"
+
+
+def appapi_self_check(nextcloud_url: str, app_id: str, health: NextcloudHealth) -> Callable[[], Awaitable[CredentialCheck]]:
+    """Does AppAPI know our secret, asked without ever sending it?
+
+    An anonymous GET through AppAPI's proxy to our public ``^\.well-known.*$`` route reaches us only
+    if AppAPI knows the app and it is enabled, and then arrives signed with the secret AppAPI holds:
+    our own middleware checks it (and confirms the health) like any signed request. Nextcloud
+    answers 404 for an app it does not know or has disabled, and counts no failed login for either
+    (``ExAppProxyController``: the route has no ``bruteforce_protection``). A signed request to
+    Nextcloud would count one for a forgotten secret; this check never does.
+    """
+    url = f"{nextcloud_url.rstrip('/')}/index.php/apps/app_api/proxy/{app_id}{SELF_CHECK_PATH}"
+
+    async def check() -> CredentialCheck:
+        try:
+            async with httpx.AsyncClient(timeout=15.0) as http:
+                response = await http.get(url)
+        except httpx.TransportError as exc:
+            health.unavailable(f"AppAPI self-check: no answer ({type(exc).__name__})")
+            return "unavailable"
+        if health.credentials == "confirmed":  # our middleware saw AppAPI sign it with our secret
+            return "ok"
+        status = response.status_code
+        if status == 401:  # it reached us signed with another secret
+            return "refused"
+        if status >= 500 or status == 429:
+            health.unavailable(f"AppAPI self-check: HTTP {status}",
+                               maintenance=response.headers.get("X-Nextcloud-Maintenance-Mode") == "1")
+            return "unavailable"
+        return "disabled"  # 404: AppAPI does not know the app, or it is not enabled
+
+    return check
 
 
 async def guarded(health: NextcloudHealth, what: str, call: Callable[[], Awaitable[T]]) -> T:

@@ -235,3 +235,26 @@ async def _webhooks_come_back(stack: Stack) -> None:
     status = await stack.status(ALICE)
     assert status["webhooks"]["missing"] == [] and status["webhooks"]["checked_at"]
     no_failed_logins(stack)
+
+
+async def test_unregistered_while_stopped_then_started_with_the_old_secret(stack: Stack) -> None:
+    """The secret worked before (remembered), but AppAPI forgot the app while it was stopped: the
+    app asks AppAPI through its proxy (anonymous, a public route), never with the secret, so no
+    failed login; it waits, and resumes once registered again."""
+    fake = stack.fake
+    storage = stack.workdir / "storage"
+    secret = stack.exapp.secret
+    stack.exapp.kill()
+    try:
+        fake.unregister_exapp(APP_ID)  # AppAPI's PUT /enabled?enabled=0 cannot reach the app
+    except Exception:  # noqa: BLE001 - the fake reports the failed call, as occ would; the app is gone anyway
+        pass
+    assert (storage / "credentials-confirmed").exists()  # the old secret is remembered
+    queued = put(stack, "/Forgot", 5, "forgot")  # no webhooks any more: only the catch-up finds them
+    stack.start_exapp()
+    await asyncio.sleep(5.0)
+    no_failed_logins(stack)
+    assert "AppAPI does not know this app or has not enabled it" in stack.log()
+    fake.register_exapp(APP_ID, stack.exapp.url, secret, app_version(), routes_from_info_xml(), exapp_host=PUBLIC_HOST)
+    await searchable(stack, "/Forgot/", queued)
+    await assert_clean(stack)

@@ -96,3 +96,17 @@ async def test_an_outage_pauses_everyone_and_ends_when_status_says_up() -> None:
     await asyncio.wait_for(waiter, 5)
     assert calls == ["status", "status"] and resumed == [True] and health.pauses == 1
     await health.admit()
+
+
+async def test_a_free_check_notices_registration_without_waiting_for_appapi() -> None:
+    health = NextcloudHealth(credential_retry_seconds=0.1)
+    answers = ["disabled", "ok"]
+    calls: list[str] = []
+
+    async def self_check() -> str:
+        calls.append("self-check")
+        return answers.pop(0)
+
+    health.set_credential_probe(self_check, free=True)  # type: ignore[arg-type]
+    await asyncio.wait_for(health.wait_usable(), 5)
+    assert calls == ["self-check", "self-check"] and health.credentials == "confirmed"

@@ -87,6 +87,8 @@ class NextcloudHealth:
         self._resume_listeners: list[Callable[[], None]] = []
         self._user_check_at = float("-inf")
         self.in_flight = 0  # requests sent and not yet answered (see :meth:`drained`)
+        self._free_checks = False
+        self._next_credential_check = 0.0
 
     # --- wiring ---------------------------------------------------------------------------------
 
@@ -96,6 +98,11 @@ class NextcloudHealth:
         credentials: Callable[[], Awaitable[CredentialCheck]],
     ) -> None:
         self._status_probe, self._credential_probe = status, credentials
+
+    def set_credential_probe(self, probe: Callable[[], Awaitable[CredentialCheck]], *, free: bool) -> None:
+        """Replace the credential check. A ``free`` one cannot count as a failed login (see
+        ``ex_app/upkeep.py``), so it is also used to notice registration without waiting for AppAPI."""
+        self._credential_probe, self._free_checks = probe, free
 
     def on_resume(self, listener: Callable[[], None]) -> None:
         self._resume_listeners.append(listener)
@@ -244,15 +251,18 @@ class NextcloudHealth:
             await asyncio.sleep(0.02)
 
     async def _check_credentials(self, *, retry: bool = False) -> None:
-        """One request with the app's credentials; callers that queued behind it use its answer."""
+        """One credential check; callers that queued behind it use its answer."""
         async with self._probe_lock:
-            allowed = ("remembered", "refused") if retry else ("remembered",)
+            allowed = ("remembered", "refused", "unknown", "disabled") if retry else ("remembered",)
             if self.credentials not in allowed or self._credential_probe is None:
                 return
+            self._next_credential_check = time.time() + self.credential_retry_seconds
             result = await self._credential_probe()
             if result == "ok":
                 self._set_credentials("confirmed")
             elif result == "disabled":
+                if self.credentials != "disabled":
+                    log.warning("AppAPI does not know this app or has not enabled it: waiting for /init or /enabled")
                 self._set_credentials("disabled")
             elif result == "refused":
                 self.credentials_refused("checked with one request")
@@ -274,6 +284,9 @@ class NextcloudHealth:
         if result == "refused":
             self.credentials_refused("a request as a user got 401 and so did the app itself")
             return True
+        if result == "disabled":
+            self.app_disabled()
+            return True
         return False
 
     async def wait_usable(self) -> None:
@@ -285,17 +298,20 @@ class NextcloudHealth:
             if self.usable:
                 return
             changed = self._changed
-            if self.credentials == "confirmed" and self.outage is not None:
+            if self.outage is not None:
                 delay = self.outage.next_probe - time.time()
                 if delay <= 0:
                     await self._probe_status()
                     continue
-            elif self.credentials == "refused":
-                delay = self.credentials_since + self.credential_retry_seconds - time.time()
+            elif self.credentials == "refused" or self._free_checks:
+                # A free check may run whenever; a signed one only as the slow retry after a refusal.
+                due = self._next_credential_check if self._free_checks else (
+                    self.credentials_since + self.credential_retry_seconds)
+                delay = due - time.time()
                 if delay <= 0:
-                    log.info("Retrying the app's credentials with one request")
                     self.credentials_since = time.time()
-                    await self._check_credentials(retry=True)
+                    with contextlib.suppress(Exception):
+                        await self._check_credentials(retry=True)
                     continue
             else:
                 delay = 60.0  # unknown or disabled: only AppAPI calling us changes this
