@@ -10,11 +10,12 @@ Two independent questions, each with its own pause:
   server is up.
 * **The app's own credentials.** Requests signed with a secret AppAPI does not know count as
   failed logins for our address; a burst locks the app out for hours. So a secret is used only
-  once it is known to be good: AppAPI itself signed a request to us with it (``/init``,
-  ``/enabled``, a webhook delivery, a user's call), or it worked in an earlier run (remembered by
-  a fingerprint file, checked once with a single request before any other traffic). After the first
-  refusal everything stops until AppAPI calls us again, or a slow retry (one request every
-  ``credential_retry_seconds``) succeeds.
+  once it is known to be good: AppAPI itself signed a request to us with it (``/enabled``, a
+  webhook delivery, a user's call). The shell installs a *free* credential check (one that never
+  sends the secret: ``ex_app/upkeep.py``), run at start and every ``credential_retry_seconds``
+  while not confirmed. Without it (the core alone) a secret that worked in an earlier run
+  (remembered by a fingerprint file) is checked with one signed request, and a refused one is
+  retried slowly. After a refusal everything stops until one of these says otherwise.
 
 Callers never sleep in :meth:`admit`: a paused request raises at once, and background work waits
 in :meth:`wait_usable`. Listeners added with :meth:`on_resume` run after every pause ends
