@@ -130,3 +130,13 @@ async def test_a_source_switched_off_and_on_through_the_admin_page(stack: Stack)
 
 async def _negated(check) -> bool:
     return not await check
+
+
+async def test_contact_hits_are_rechecked_with_a_request_nextcloud_answers(stack: Stack) -> None:
+    """A real Nextcloud 32 answers HEAD on a contact with 500; the re-check must not depend on it."""
+    before = (await stack.status("alice"))["verification"]
+    hits = (await stack.search("alice", "Carol Jones Acme Corp Berlin conference", doc_types=["contact"]))["results"]
+    assert hits and hits[0]["title"] == "Carol Jones"
+    after = (await stack.status("alice"))["verification"]
+    assert after["checked"] > before["checked"]
+    assert after["unverified_served"] == before["unverified_served"] and after["withheld"] == before["withheld"]
