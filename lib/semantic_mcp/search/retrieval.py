@@ -1,10 +1,12 @@
-"""Hybrid retrieval: dense (Chroma) and keyword (BM25) legs fused by a convex mix of scores.
+"""Hybrid retrieval: dense (Chroma) and keyword (BM25) legs, fused in raw cosine units, with calibrated scores.
 
-Each leg proposes chunks; over the union both scores are known for every candidate: a chunk
-only BM25 found gets its cosine from its stored vector, and every candidate's keyword score
-is its *coverage*, the share of the query's term weight (IDF) it contains. Fused chunk score
-= ``dense_weight`` x min-max scaled cosine + ``keyword_weight`` x coverage, in [0, 1]; a
-document scores as its best chunk, so one long document cannot fill the result list.
+Each leg proposes chunks; over the union both kinds of evidence are known for every candidate: a
+chunk only BM25 found gets its cosine from its stored vector, and every candidate's keyword
+evidence is its *coverage*, the share of the query's term weight (IDF) it contains. A chunk ranks
+by ``cosine + keyword_weight x coverage (+ exact_bonus when coverage >= EXACT_MATCH_COVERAGE)``
+and scores the calibrated probability that it answers the query (:class:`Calibration`, one per
+embedding model); a document scores as its best chunk, so one long document cannot fill the
+result list.
 
 Coverage rather than raw BM25: a chunk that holds every rare term of the query (a phone
 number, an invoice id) scores 1 whatever its length, so it can reach the top even when the
@@ -12,8 +14,8 @@ vectors rank it low; one that matches only common words ("how", "do", "make", wh
 chunks contain and which weigh little) scores near 0, and a query's words no chunk has
 (a paraphrase) lower every chunk's coverage. No stop-word list, any language.
 
-Tuned on MS MARCO (English) and ARCD (Arabic) by ``bench/retrieval_quality.py``; see
-:class:`Fusion` for the chosen values.
+Fitted and cross-checked on MS MARCO (English) and ARCD (Arabic) by ``bench/calibration.py``;
+the reasons are in docs/adr/0250-calibrated-scores-abstention-and-fusion.md.
 """
 
 from __future__ import annotations
@@ -77,8 +79,8 @@ EXACT_MATCH_COVERAGE = 0.95
 # A question that names the kind of item it wants ("my last dentist appointment", "¿mi última cita?")
 # is independent evidence for candidates of that kind, so they need only this share of the cut-off.
 # Set on the demo, not on the benchmark sets (which have no item types): a question in another
-# language than the item (Spanish or German about an English event) scores 0.20-0.28 there, noise
-# of any kind 0.03-0.27, and events unrelated to a named kind 0.03-0.07.
+# language than the item (Spanish or German about an English event) scores 0.20-0.28 there,
+# questions nothing answers 0.09-0.27 at best, and the other events for those questions 0.03-0.07.
 NAMED_KIND_CUT_OFF_SHARE = 0.5
 
 
@@ -124,10 +126,12 @@ class Calibration:
         return score >= cut_off or (coverage or 0.0) >= EXACT_MATCH_COVERAGE
 
 
-# Per embedder ``model_id``, fitted by ``bench/calibration.py`` (bench/RESULTS.md has the checks).
+# Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md has the
+# checks): e5 fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO (its Arabic cosines are
+# noise). MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-25.71, slope=29.94),
-    "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=0.0, slope=0.0),
+    "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),
 }
 # Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
 # scale is unknown, so their score is the relative mix below (the fusion shipped before calibration:
