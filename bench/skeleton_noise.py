@@ -18,7 +18,12 @@ measures what they do to the results of questions about the user's own content:
 Reported per mode: queries with an example file in the top 1 / 5 / 10, mean example files per
 top 10, and for answerable queries success@1 and MRR@10 of the user's own answer.
 
-    PYTHONPATH=lib:.:tests python bench/skeleton_noise.py [--skeleton-dir DIR]
+``--real``: the same on a real Nextcloud 32.0.1 (nc-kit, ``REAL_NC_DIR``/``REAL_NC_PORT`` as for the
+real test tier), where alice's first login created the skeleton; her own content is a part of the
+demo account (notes, files, events, a contact, a Deck card) created through Nextcloud's APIs, and
+only the questions it answers (plus the unanswerable ones) are asked.
+
+    PYTHONPATH=lib:.:tests python bench/skeleton_noise.py [--skeleton-dir DIR | --real]
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ import sys
 import tarfile
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "lib"), str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "lib"), str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "real")]
 
 from semantic_mcp.sources.examples import NEXTCLOUD_32_SKELETON  # noqa: E402
 from stack import APP_ID, Stack  # noqa: E402
@@ -106,12 +113,12 @@ def is_example(location: str) -> bool:
     return location in NEXTCLOUD_32_SKELETON
 
 
-async def measure(stack: Stack) -> dict[str, float]:
+async def measure(stack: Any, queries: list[tuple[str, str, set[str]]]) -> dict[str, float]:
     in_top = {1: 0, 5: 0, 10: 0}
     per_top10: list[int] = []
     hits_at_1: list[int] = []
     reciprocal: list[float] = []
-    for user, query, answers in QUERIES:
+    for user, query, answers in queries:
         results = (await stack.search(user, query, limit=10))["results"]
         flags = [is_example(hit["location"]) for hit in results]
         for k in in_top:
@@ -121,7 +128,7 @@ async def measure(stack: Stack) -> dict[str, float]:
             ranks = [i for i, hit in enumerate(results, 1) if hit["title"] in answers and not is_example(hit["location"])]
             hits_at_1.append(int(bool(ranks) and ranks[0] == 1))
             reciprocal.append(1 / ranks[0] if ranks else 0.0)
-    n = len(QUERIES)
+    n = len(queries)
     return {
         "queries": n,
         "example_at_1": in_top[1] / n,
@@ -133,54 +140,139 @@ async def measure(stack: Stack) -> dict[str, float]:
     }
 
 
-async def count_indexed_examples(stack: Stack) -> int:
+async def count_indexed_examples(stack: Any, users: tuple[str, ...]) -> int:
     found = set()
     for query in ("Nextcloud", "template", "Templates credits", "Readme", "invoice letter report"):
-        for user in ("alice", "bob"):
+        for user in users:
             found |= {(user, h["location"]) for h in (await stack.search(user, query, limit=50))["results"]
                       if is_example(h["location"])}
     return len(found)
 
 
-async def switch(stack: Stack, on: bool) -> None:
-    stack.fake.set_admin_setting(APP_ID, "index_nextcloud_examples", "1" if on else "")
-    await asyncio.sleep(2)  # the app re-reads its settings every 0.5 s here, then reconciles in full
-    for user in ("alice", "bob"):
-        await stack.wait_idle(user, timeout=900)
-    await stack.eventually(lambda: _settled(stack, on), timeout=600, interval=2)
+async def switch(stack: Any, on: bool, users: tuple[str, ...]) -> None:
+    if isinstance(stack, Stack):
+        stack.fake.set_admin_setting(APP_ID, "index_nextcloud_examples", "1" if on else "")
+    else:  # as the admin page does
+        stack.set_admin_field("index_nextcloud_examples", on)
+    await asyncio.sleep(3)  # the app re-reads its settings every second or less, then reconciles in full
+    await stack.eventually(lambda: _settled(stack, on, users), timeout=900, interval=2)
 
 
-async def _settled(stack: Stack, on: bool) -> bool:
-    for user in ("alice", "bob"):
+async def _settled(stack: Any, on: bool, users: tuple[str, ...]) -> bool:
+    for user in users:
         if sum(s["pending"] for s in (await stack.status(user))["sources"].values()):
             return False
-    indexed = await count_indexed_examples(stack)
+    indexed = await count_indexed_examples(stack, users)
     return indexed > 0 if on else indexed == 0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--skeleton-dir", type=Path, help="an extracted nextcloud/core/skeleton")
-    args = parser.parse_args()
-    skeleton = read_skeleton(args.skeleton_dir)
+def run_fake(skeleton: dict[str, bytes]) -> dict[str, dict[str, float]]:
+    rows = {}
     with tempfile.TemporaryDirectory() as workdir:
         stack = Stack(Path(workdir), profile="demo")
-        started = time.monotonic()
         stack.start()
         try:
             for user in ("alice", "bob"):
                 for path, content in skeleton.items():
                     stack.fake.put_file(user, path, content)
-            rows = {}
-            asyncio.run(switch(stack, True))
-            rows["examples indexed"] = asyncio.run(measure(stack))
-            asyncio.run(switch(stack, False))
-            rows["examples left out (default)"] = asyncio.run(measure(stack))
+            asyncio.run(switch(stack, True, ("alice", "bob")))
+            rows["examples indexed"] = asyncio.run(measure(stack, QUERIES))
+            asyncio.run(switch(stack, False, ("alice", "bob")))
+            rows["examples left out (default)"] = asyncio.run(measure(stack, QUERIES))
         finally:
             stack.stop()
-    answerable = sum(1 for _, _, answers in QUERIES if answers)
-    print(f"{len(QUERIES)} queries ({answerable} answerable by the user's own content), top 10, no sampling; "
-          f"{len(skeleton)} skeleton files per user; {time.monotonic() - started:.0f} s\n")
+    return rows
+
+
+def create_real_content(stack: Any) -> set[str]:
+    """A part of alice's demo account, through Nextcloud's own APIs; returns the titles created."""
+    from fake_nextcloud.seed import make_docx, make_pdf
+
+    alice = stack.user("alice")
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    # DAV first: the Notes API answers with a session cookie that DAV then refuses without a CSRF token.
+    alice.put_file("/Documents/Project plan.md", "# Project Phoenix\n\n## Goals\n\nMigrate the billing system to "
+                   "the new platform before the end of the year.\n\n## Risks\n\n- Data migration of old invoices\n")
+    alice.put_file("/Documents/Quarterly report.txt", "Quarterly report Q2\n\nRevenue grew 12 percent. Support "
+                   "tickets dropped after the new onboarding flow.\n")
+    alice.put_file("/Documents/Team page.html", "<!DOCTYPE html><html><head><title>Team</title></head><body><h1>Our "
+                   "team</h1><p>Alice leads the platform group; Bob runs operations.</p></body></html>\n", "text/html")
+    alice.put_file("/Documents/Whitepaper.pdf", make_pdf("Semantic search whitepaper", [
+        "Semantic search finds documents by meaning rather than by keywords.",
+        "Embeddings map text to vectors; nearby vectors mean related content."]), "application/pdf")
+    alice.put_file("/Documents/Proposal.docx", make_docx("Budget proposal 2027", [
+        "We propose to increase the infrastructure budget by ten percent.",
+        "The increase covers the new search cluster and its backups."]),
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+    alice.put_event("Dentist appointment", now + timedelta(days=7), description="Yearly check-up with Dr. Weber")
+    alice.put_event("Weekly team meeting", now - timedelta(days=14), description="Status round and blockers")
+    alice.put_contact("Carol Jones", email="carol@example.test", phone="+15555550101",
+                      note="Met at the Berlin conference; interested in the search integration.")
+    alice.put_contact("Dave Miller", email="dave@example.test", note="Miller Plumbing. Fixed the kitchen sink; reliable.")
+    alice.create_card("Product launch", "Write release notes", "Summarize the new search features for the blog.")
+    alice.create_note("Meeting notes", "# Meeting notes\n\n## Q3 planning\n\n- Budget review moved to Friday\n"
+                      "- Hiring: two backend engineers\n- Launch date: end of September\n", "Work")
+    alice.create_note("Pancakes", "# Pancakes\n\n## Ingredients\n\n- 200 g flour\n- 2 eggs\n- 300 ml milk\n\n"
+                      "## Steps\n\nWhisk everything, rest 10 minutes, fry in butter.\n", "Recipes")
+    alice.create_note("Travel ideas", "# Travel ideas\n\n- Lisbon in spring\n- Hiking in the Dolomites\n"
+                      "- Northern lights in Tromsø\n")
+    alice.create_note("Architecture decisions", "# Architecture decisions\n\n## ADR-1: Use PostgreSQL\n\nWe keep "
+                      "one database for billing and reporting.\n", "Work/Projects")
+    return {"Project plan.md", "Quarterly report.txt", "Team page.html", "Whitepaper.pdf", "Proposal.docx",
+            "Dentist appointment", "Weekly team meeting", "Carol Jones", "Dave Miller", "Meeting notes", "Pancakes",
+            "Travel ideas", "Architecture decisions", "Write release notes"}
+
+
+def run_real() -> dict[str, dict[str, float]]:
+    from kit import RealNextcloud
+    from realstack import RealStack
+
+    rows = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        nc = RealNextcloud().prepare()
+        stack = RealStack(nc, Path(workdir)).start()
+        try:
+            stack.set_admin_field("reconcile_interval_minutes", 0.05)  # Deck cards and contacts have no events
+            titles = create_real_content(stack)
+            queries = [(u, q, a) for u, q, a in QUERIES if u == "alice" and (not a or a <= titles)]
+            stack.flush_events(60)
+            asyncio.run(stack.eventually(lambda: _all_found(stack, titles), timeout=900, interval=3))
+            asyncio.run(switch(stack, True, ("alice",)))
+            rows["examples indexed"] = asyncio.run(measure(stack, queries))
+            asyncio.run(switch(stack, False, ("alice",)))
+            rows["examples left out (default)"] = asyncio.run(measure(stack, queries))
+            rows["_queries"] = {"queries": len(queries), "answerable": sum(1 for *_, a in queries if a)}
+        finally:
+            stack.stop()
+            nc.stop()
+    return rows
+
+
+async def _all_found(stack: Any, titles: set[str]) -> bool:
+    found = set()
+    for query in ("project plan report team whitepaper proposal", "dentist meeting", "Carol Dave",
+                  "meeting notes pancakes travel architecture", "release notes", *titles):
+        found |= {hit["title"] for hit in (await stack.search("alice", query, limit=50))["results"]}
+    return titles <= found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skeleton-dir", type=Path, help="an extracted nextcloud/core/skeleton")
+    parser.add_argument("--real", action="store_true", help="on a real Nextcloud 32 (nc-kit) instead of the fake")
+    args = parser.parse_args()
+    started = time.monotonic()
+    if args.real:
+        rows = run_real()
+        counts = rows.pop("_queries")
+        where = "a real Nextcloud 32.0.1, alice's own skeleton from her first login"
+    else:
+        skeleton = read_skeleton(args.skeleton_dir)
+        rows = run_fake(skeleton)
+        counts = {"queries": len(QUERIES), "answerable": sum(1 for _, _, answers in QUERIES if answers)}
+        where = f"the fake Nextcloud, {len(skeleton)} skeleton files per user"
+    print(f"{counts['queries']:.0f} queries ({counts['answerable']:.0f} answerable by the user's own content), top 10, "
+          f"no sampling; {where}; {time.monotonic() - started:.0f} s\n")
     print("| mode | example at rank 1 | example in top 5 | example in top 10 | examples per top 10 "
           "| own answer success@1 | own answer MRR@10 |")
     print("|---|---|---|---|---|---|---|")
