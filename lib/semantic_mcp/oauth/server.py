@@ -22,7 +22,7 @@ from urllib.parse import urlencode, urlsplit
 from ..config import AdminSettings
 from .clients import Client, ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError
-from .store import OAuthStore, new_secret
+from .store import Grant, OAuthStore, new_secret
 
 ACCESS_TOKEN_SECONDS = 3600
 REFRESH_TOKEN_SECONDS = 30 * 86400
@@ -286,7 +286,7 @@ class AuthorizationServer:
             raise OAuthError("invalid_grant", "refresh token already used; the grant is revoked")
         return self._issue(token.grant, scope, now)
 
-    def _issue(self, grant: Any, scope: str, now: float) -> dict[str, Any]:
+    def _issue(self, grant: Grant, scope: str, now: float) -> dict[str, Any]:
         if now - self._purged_at > PURGE_SECONDS:  # housekeeping rides on token traffic, at most hourly
             self.store.purge_expired(now)
             self._purged_at = now
