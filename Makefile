@@ -68,6 +68,7 @@ bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/retrieval_quality.py
 	PYTHONPATH=lib:. $(PY) bench/indexing.py
 	PYTHONPATH=lib:. $(PY) bench/search_latency.py
+	PYTHONPATH=lib:. $(PY) bench/skeleton_noise.py
 
 # Concurrent searches through a real Nextcloud's AppAPI proxy (the real tier's instance).
 bench-load: $(STAMP) real-nextcloud
