@@ -188,6 +188,14 @@ def test_a_clear_match_stays_above_a_cue_match() -> None:
     assert names(apply_intent(items, read_intent("pancakes for the next meeting", NOW)))[0] == "pancake note"
 
 
+def test_time_order_only_swaps_dated_items_among_their_own_places() -> None:
+    items = [Item("project plan note", 1.0, {"doc_type": "note", "modified": day("2026-01-01")}),
+             event("card due in a month", 0.8, "2026-12-23T12:00:00", "deck_card"),
+             event("card due tomorrow", 0.75, "2026-11-24T12:00:00", "deck_card")]
+    ranked = names(apply_intent(items, read_intent("next steps for the project plan", NOW)))
+    assert ranked == ["project plan note", "card due tomorrow", "card due in a month"]
+
+
 def test_the_models_analysis_replaces_types_and_window_but_keeps_the_direction() -> None:
     intent = read_intent("next dentist appointment in December", NOW)
     assert intent.doc_types and intent.window is not None

@@ -403,8 +403,9 @@ def boost(intent: QueryIntent, metadata: dict[str, Any]) -> float:
 
 def apply_intent(candidates: Iterable[Any], intent: QueryIntent | None) -> list[Any]:
     """``candidates`` (with ``score`` and ``metadata``) re-ordered by score plus the intent's boosts;
-    with a direction, the dated items in the leading band (within :data:`TIME_ORDER_BAND` of the
-    best) come first in time order: soonest first for "next", most recent first for "last".
+    with a direction, the dated items that match it in the leading band (within
+    :data:`TIME_ORDER_BAND` of the best) are put in time order among the places they hold: soonest
+    first for "next", most recent first for "last".
 
     Stable: equal keys keep the fused order. Scores are not changed.
     """
@@ -417,9 +418,11 @@ def apply_intent(candidates: Iterable[Any], intent: QueryIntent | None) -> list[
     ordered = [c for _, _, c in keyed]
     if intent.direction is None:
         return ordered
+    # The dated items that match the direction and lie in the leading band swap places among
+    # themselves into time order; every other item keeps its place.
     floor = keyed[0][0] - best * TIME_ORDER_BAND
-    leading = [c for key, _, c in keyed if key >= floor and _matches_direction(intent, c.metadata)]
-    distance = lambda c: abs(_event_time(c.metadata) - intent.now)  # noqa: E731  (sorted is stable)
-    timed = sorted(leading, key=distance)
-    first = {id(c) for c in timed}
-    return timed + [c for c in ordered if id(c) not in first]
+    slots = [i for i, (key, _, c) in enumerate(keyed) if key >= floor and _matches_direction(intent, c.metadata)]
+    timed = sorted((ordered[i] for i in slots), key=lambda c: abs(_event_time(c.metadata) - intent.now))
+    for slot, candidate in zip(slots, timed, strict=True):
+        ordered[slot] = candidate
+    return ordered
