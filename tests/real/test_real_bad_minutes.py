@@ -138,3 +138,18 @@ async def test_start_before_registration_with_a_queue(real: RealStack) -> None:
     await all_indexed(real, "Rereg", queued, timeout=120)
     print(f"start before registration: everything indexed {time.monotonic() - registering:.1f} s after register")
     await assert_healthy(real)
+
+
+async def test_unregistered_while_stopped_then_started_with_the_old_secret(real: RealStack) -> None:
+    """AppAPI forgot the app while it was stopped; the app remembers its secret worked. It asks
+    through the proxy (anonymous, public route) instead of sending the secret: no failed login."""
+    real.exapp.kill()
+    real.unregister()  # the PUT /enabled?enabled=0 cannot reach the app
+    real.user("alice").mkdir("Forgot")
+    queued = put(real, "Forgot", 5, "forgot")  # no webhooks registered now: only the catch-up finds them
+    real.start_exapp()
+    await asyncio.sleep(8)
+    assert_no_failed_logins(real)
+    real.register()
+    await all_indexed(real, "Forgot", queued, timeout=120)
+    await assert_healthy(real)
