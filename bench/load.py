@@ -68,7 +68,7 @@ async def client_loop(stack: RealStack, user: str, calls: int, mode: str, latenc
 
 
 async def level(stack: RealStack, clients: int, calls: int, mode: str) -> dict:
-    before = (await stack.status("alice"))["verification"]
+    before = (await stack.status("alice")).get("verification", {})
     latencies: list[float] = []
     failures: list[str] = []
     started = time.monotonic()
@@ -76,7 +76,7 @@ async def level(stack: RealStack, clients: int, calls: int, mode: str) -> dict:
         client_loop(stack, ("alice", "bob")[i % 2], calls, mode, latencies, failures, i * 3) for i in range(clients)
     ))
     elapsed = time.monotonic() - started
-    after = (await stack.status("alice"))["verification"]
+    after = (await stack.status("alice")).get("verification", {})
     delta = {key: after[key] - before.get(key, 0) for key in after}
     ordered = sorted(latencies)
     return {

@@ -85,9 +85,16 @@ async def test_a_2025_11_25_client_through_the_proxy_gets_the_sources_within_5_s
 
 
 def test_the_event_stream_get_is_refused_through_the_proxy_instead_of_holding_a_php_worker(real: RealStack) -> None:
+    """A 2025-11-25 client opens the server-to-client stream with a GET on its session; through the
+    buffering proxy it would never complete and hold a PHP worker while the client waits."""
+    headers = {**real.auth_headers("alice"), "Accept": "application/json, text/event-stream"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}
+    with httpx.stream("POST", real.mcp_url, json=initialize, headers=headers, timeout=30) as response:
+        session = response.headers["mcp-session-id"]
     started = time.monotonic()
-    response = httpx.get(real.mcp_url, headers={**real.auth_headers("alice"), "Accept": "text/event-stream"},
-                         timeout=15)
+    response = httpx.get(real.mcp_url, headers={**headers, "Accept": "text/event-stream", "mcp-session-id": session,
+                                                "mcp-protocol-version": "2025-11-25"}, timeout=15)
     assert response.status_code == 405
     assert time.monotonic() - started < 5
 
