@@ -101,7 +101,7 @@ class Calibration:
     stay at or above the dense leg.
 
     Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
-    candidates of both sets (each query weighing alike, half its answers and half the rest, so no
+    candidates (each query weighing alike, half its answers and half the rest, so no
     set's share of relevant passages leaks in), checked on the set it was not fitted on.
     """
 
@@ -135,7 +135,7 @@ CALIBRATIONS: dict[str, Calibration] = {
 }
 # Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
 # scale is unknown, so their score is the relative mix below (the fusion shipped before calibration:
-# nDCG@10 0.811 / 0.886 with e5), meaningful within one search only, and nothing is cut by default.
+# nDCG@10 0.811 / 0.878 with e5), meaningful within one search only, and nothing is cut by default.
 UNCALIBRATED = Calibration(keyword_weight=0.0, exact_bonus=0.0, bias=0.0, slope=0.0, cut_off=0.0)
 RELATIVE_KEYWORD_WEIGHT = 0.3
 
