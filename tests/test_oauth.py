@@ -40,12 +40,14 @@ def metadata_host(tls) -> Iterator[MetadataHost]:
 
 @pytest.fixture(scope="module")
 def oauth_stack(tmp_path_factory: pytest.TempPathFactory, tls, metadata_host: MetadataHost) -> Iterator[Stack]:
-    stack = Stack(tmp_path_factory.mktemp("oauth"), profile="minimal", env={"SSL_CERT_FILE": str(tls.ca)}).start()
-    stack.set_admin_field("oauth_allow_private_metadata_hosts", True)
-    probe = str(httpx.URL(f"{issuer(stack)}/oauth/authorize", params={
-        "client_id": metadata_host.client("probe.json", "Probe"), "redirect_uri": REDIRECT_URI}))
-    asyncio.run(stack.eventually(lambda: "private or loopback" not in httpx.get(probe).text, timeout=15, interval=0.2))
+    stack = Stack(tmp_path_factory.mktemp("oauth"), profile="minimal", env={"SSL_CERT_FILE": str(tls.ca)})
     try:
+        stack.start()
+        stack.set_admin_field("oauth_allow_private_metadata_hosts", True)
+        probe = str(httpx.URL(f"{issuer(stack)}/oauth/authorize", params={
+            "client_id": metadata_host.client("probe.json", "Probe"), "redirect_uri": REDIRECT_URI}))
+        asyncio.run(stack.eventually(lambda: "private or loopback" not in httpx.get(probe).text, timeout=15,
+                                     interval=0.2))
         yield stack
     finally:
         stack.stop()

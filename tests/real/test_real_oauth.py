@@ -41,14 +41,14 @@ def oauth_real(real: RealStack, metadata_host: MetadataHost) -> Iterator[RealSta
     """The app restarted trusting the test CA, loopback metadata hosts allowed, alice's note indexed."""
     real.stop_exapp()
     real.env["SSL_CERT_FILE"] = str(metadata_host.tls.ca)
-    real.start_exapp()
-    real.set_admin_field("oauth_allow_private_metadata_hosts", True)
-    real.user("alice").create_note(*ALICE_NOTE)
-    asyncio.run(real.eventually(_alice_note_indexed(real), timeout=90))
-    probe = str(httpx.URL(f"{issuer(real)}/oauth/authorize", params={
-        "client_id": metadata_host.client("probe.json", "Probe"), "redirect_uri": REDIRECT_URI}))
-    asyncio.run(real.eventually(lambda: "private or loopback" not in httpx.get(probe).text, timeout=30))
     try:
+        real.start_exapp()
+        real.set_admin_field("oauth_allow_private_metadata_hosts", True)
+        real.user("alice").create_note(*ALICE_NOTE)
+        asyncio.run(real.eventually(_alice_note_indexed(real), timeout=90))
+        probe = str(httpx.URL(f"{issuer(real)}/oauth/authorize", params={
+            "client_id": metadata_host.client("probe.json", "Probe"), "redirect_uri": REDIRECT_URI}))
+        asyncio.run(real.eventually(lambda: "private or loopback" not in httpx.get(probe).text, timeout=30))
         yield real
     finally:
         real.stop_exapp()
