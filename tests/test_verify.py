@@ -67,3 +67,31 @@ async def test_a_shared_hit_nextcloud_confirms_is_served_and_a_gone_one_dropped(
     result = await verifier.verify("alice", [OWN, SHARED])
     assert result.kept == [SHARED] and [ref.key for ref in result.dropped] == ["file:10"]
     assert result.unverified == 0 and result.withheld == 0 and [ref.key for ref in gone] == ["file:10"]
+
+
+async def test_after_a_pause_one_search_probes_with_a_short_bound_and_a_good_answer_resumes_checks() -> None:
+    state = {"answer": False, "calls": 0}
+    found = """<?xml version="1.0"?><d:multistatus xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
+      <d:response><d:href>/remote.php/dav/files/alice/shared.md</d:href><d:propstat><d:prop>
+      <oc:fileid>20</oc:fileid></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>
+      </d:multistatus>"""
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        state["calls"] += 1
+        if not state["answer"]:
+            await asyncio.sleep(3600)
+        return httpx.Response(207, content=found.encode())
+
+    verifier = Verifier(client(handler), make_sources, lambda refs: None, timeout=0.5, short_circuit_seconds=0.2,
+                        probe_timeout=0.1)
+    await verifier.verify("alice", [SHARED])  # times out after 0.5 s: checks pause
+    await asyncio.sleep(0.25)
+    started = time.monotonic()
+    probes = await asyncio.gather(*(verifier.verify("alice", [SHARED]) for _ in range(5)))
+    assert time.monotonic() - started < 0.4  # the probe gives up after 0.1 s; the others do not wait
+    assert state["calls"] == 2 and all(p.withheld == 1 for p in probes)
+    state["answer"] = True
+    await asyncio.sleep(0.25)
+    assert (await verifier.verify("alice", [SHARED])).kept == [SHARED]
+    assert (await verifier.verify("alice", [SHARED])).kept == [SHARED]  # checks are back to normal
+    assert state["calls"] == 4

@@ -54,6 +54,7 @@ class Verifier:
         concurrency: int = 12,
         timeout: float = 3.0,
         short_circuit_seconds: float = 5.0,
+        probe_timeout: float = 1.0,
     ) -> None:
         self.nc = nc
         self._sources = sources
@@ -62,6 +63,11 @@ class Verifier:
         self.timeout = timeout
         self.short_circuit_seconds = short_circuit_seconds
         self._skip_until = 0.0  # monotonic time until which checks are not attempted
+        # After a short-circuit, the first checks are probes with a shorter bound: a search that waits
+        # on a saturated Nextcloud holds one of its PHP workers all that time.
+        self.probe_timeout = probe_timeout
+        self._probing = False
+        self._probe_in_flight = False
         self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0}
 
     async def verify(self, user: str, hits: Sequence[HasDocKey]) -> Verification:
@@ -91,27 +97,39 @@ class Verifier:
         return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
 
     async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
-        if time.monotonic() < self._skip_until:
+        # While checks are paused, or another search is probing whether Nextcloud answers again, skip.
+        if time.monotonic() < self._skip_until or (self._probing and self._probe_in_flight):
             self.metrics["short_circuited_searches"] += 1
             return dict.fromkeys((ref.key for ref in refs), None)
         by_type: dict[str, list[str]] = {}
         for ref in refs:
             by_type.setdefault(ref.doc_type, []).append(ref.source_id)
+        probe = self._probing
+        timeout = min(self.timeout, self.probe_timeout) if probe else self.timeout
         verdicts: dict[str, bool | None] = {}
-        for part in await asyncio.gather(*(self._check(user, doc_type, ids) for doc_type, ids in by_type.items())):
-            verdicts.update(part)
-        if None in verdicts.values() and time.monotonic() >= self._skip_until:
+        checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
+        self._probe_in_flight = self._probe_in_flight or probe
+        try:
+            for part in await asyncio.gather(*checks):
+                verdicts.update(part)
+        finally:
+            if probe:
+                self._probe_in_flight = False
+        if None not in verdicts.values():
+            self._probing = False
+        elif time.monotonic() >= self._skip_until:
             self._skip_until = time.monotonic() + self.short_circuit_seconds
+            self._probing = True
             log.warning("Nextcloud did not answer a re-check within %gs; skipping re-checks for %gs (own results are "
-                        "served unchecked, shared ones withheld)", self.timeout, self.short_circuit_seconds)
+                        "served unchecked, shared ones withheld)", timeout, self.short_circuit_seconds)
         return verdicts
 
-    async def _check(self, user: str, doc_type: str, source_ids: list[str]) -> dict[str, bool | None]:
+    async def _check(self, user: str, doc_type: str, source_ids: list[str], timeout: float) -> dict[str, bool | None]:
         """Verdicts by doc key for one type's hits, in as few requests as its source can manage."""
         source = self._sources().get(doc_type)
         if source is None:  # the admin switched this source off: its documents are not served
             return {f"{doc_type}:{i}": False for i in source_ids}
-        result = await source.readable(self.nc, user, source_ids, slots=self._semaphore, timeout=self.timeout)
+        result = await source.readable(self.nc, user, source_ids, slots=self._semaphore, timeout=timeout)
         return {f"{doc_type}:{i}": result.get(i) for i in source_ids}
 
 
