@@ -327,10 +327,23 @@ async def proxy(request: Request) -> Response:
     finally:
         await upstream.aclose()
     response = Response(body, status_code=upstream.status_code)
-    response.raw_headers = _response_headers(upstream, HOP_BY_HOP | {"content-encoding"}) + [
-        (b"content-length", str(len(body)).encode())
-    ]
+    response.raw_headers = [(b"content-length", str(len(body)).encode())]
+    response.raw_headers += _response_headers(upstream, HOP_BY_HOP | {"content-encoding"})
+    response.raw_headers += _mangled_transfer_encoding(upstream)
     return response
+
+
+def _mangled_transfer_encoding(upstream: httpx.Response) -> list[tuple[bytes, bytes]]:
+    """AppAPI 32's PHP proxy drops the upstream ``Transfer-Encoding`` header only when it is spelled
+    exactly so; uvicorn sends ``transfer-encoding: chunked`` in lower case, which is forwarded with
+    the body the proxy has already de-chunked (recorded: ``proxy_sse_initialize``), and clients
+    fail to read it. Reproduced here: the trailing space keeps our own server (uvicorn) from
+    chunking the body itself, and clients strip it, so they see a chunked header on a plain body."""
+    return [
+        (b"transfer-encoding", value + b" ")
+        for key, value in upstream.headers.raw
+        if key == b"transfer-encoding" and value.strip().lower() == b"chunked"
+    ]
 
 
 # ---- OCS endpoints for ExApps -----------------------------------------------------------------
@@ -415,6 +428,37 @@ async def config_values(request: Request) -> Response:
         return ocs_response(request, {"appid": app.app_id, "configkey": key, "configvalue": value})
 
 
+def php_string(value: object) -> str:
+    """A JSON value as PHP's ``(string)`` cast stores it: true -> "1", false/null -> "", numbers as text."""
+    if value is True:
+        return "1"
+    if value is False or value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+async def declarative_value(request: Request) -> Response:
+    """What the admin settings page sends when a field changes (as admin). For an ExApp's form the
+    value lands in AppAPI's app config as a string; an unticked checkbox is stored as ``""``."""
+    nc: State = request.app.state.nc
+    caller = identify(request, nc)
+    if not caller.user:
+        raise NotLoggedIn()
+    params = await request_params(request)
+    with nc.lock:
+        if not nc.users[caller.user].admin:
+            raise OcsError(403, "Logged in account must be an admin")
+        app = nc.apps.get(str(params.get("app", "")))
+        form_id, field_id = str(params.get("formId", "")), str(params.get("fieldId", ""))
+        form = app.forms.get(form_id) if app else None
+        if form is None or field_id not in {f.get("id") for f in form.get("fields", [])}:
+            raise OcsError(400, "Invalid form or field")
+        app.config[field_id] = php_string(params.get("value"))
+    return ocs_response(request, [])
+
+
 _OCS = "/ocs/v{v:int}.php/apps/app_api"
 PROXY_ROUTE = Route(
     "/apps/app_api/proxy/{app_id}/{path:path}",
@@ -422,6 +466,7 @@ PROXY_ROUTE = Route(
     methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
 )
 ROUTES = [
+    Route("/ocs/v{v:int}.php/settings/api/declarative/value", declarative_value, methods=["POST"]),
     Route(_OCS + "/ex-app/status", init_status, methods=["PUT"]),
     Route(_OCS + "/ex-app/state", enabled_state, methods=["GET"]),
     Route(_OCS + "/api/v1/log", log, methods=["POST"]),
