@@ -120,7 +120,7 @@ class NextcloudHealth:
         if self.credentials == "refused":
             return "Nextcloud refused the app's own credentials; waiting for AppAPI (/init or /enabled)"
         if self.credentials == "disabled":
-            return "the app is disabled in AppAPI"
+            return "AppAPI has not enabled the app (or does not know it); waiting for /enabled"
         if self.outage is not None:
             return f"Nextcloud unavailable: {self.outage.reason}"
         return None
