@@ -299,6 +299,9 @@ class Engine:
         While webhooks are missing, changes arrive only this way: reconcile every minute at most."""
         last_run = time.monotonic()
         while True:
+            # Notice changed source settings (types, limits, exclusions) within seconds, whether or not
+            # anyone searches: a change asks for a full pass (see sources()).
+            self.sources()
             interval = max(self.settings().reconcile_interval_minutes, 0.01) * 60
             if self.webhooks.missing:
                 interval = min(interval, MISSING_WEBHOOKS_INTERVAL)
