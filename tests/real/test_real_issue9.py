@@ -88,3 +88,9 @@ async def test_nextclouds_example_files_stay_out_of_results(real: RealStack) -> 
         assert not set(found) & set(NEXTCLOUD_32_SKELETON), (query, found)
     own = await real.search("alice", "kingfisher tally sheet", doc_types=["file"])
     assert own["results"][0]["location"] == OWN_TEMPLATE  # her own file in Templates/ is hers
+
+
+async def test_a_question_nothing_answers_returns_nothing_and_says_so(real: RealStack) -> None:
+    """On a real account (skeleton files, default Deck board and contact) as on the demo."""
+    result = await real.search("alice", "What is the wifi password?")
+    assert result["results"] == [] and any("Nothing in your Nextcloud answers" in note for note in result["notes"])
