@@ -36,11 +36,15 @@ async def test_a_source_switched_off_and_on_in_the_admin_page(real: RealStack) -
     real.set_admin_field("index_contacts", False)  # stored by Nextcloud as ""
     try:
         await real.eventually(lambda: _not_found(real, "alice", "kayak instructor", CONTACT), timeout=30)
-        status = await real.status("alice")
-        assert "contact" not in status["sources"] or status["sources"]["contact"]["indexed"] == 0
+        await real.eventually(lambda: _no_contacts_indexed(real, "alice"), timeout=60)  # and they leave the index
     finally:
         real.set_admin_field("index_contacts", True)  # stored as "1"
     await real.eventually(lambda: _found(real, "alice", "kayak instructor", CONTACT), timeout=90)
+
+
+async def _no_contacts_indexed(real: RealStack, user: str) -> bool:
+    sources = (await real.status(user))["sources"]
+    return "contact" not in sources or sources["contact"]["indexed"] == 0
 
 
 async def _not_found(real: RealStack, user: str, query: str, title: str) -> bool:
