@@ -93,7 +93,7 @@ def seed(stack: RealStack) -> None:
         for title, text in NOTES:
             stack.user(user).create_note(f"{title} ({user})", text)
     stack.user("alice").put_file("pelican-survey.md", "# Pelican survey\n\nWe counted 312 pelicans at the estuary.")
-    stack.user("alice").share("/pelican-survey.md", "bob")
+    stack.share("alice", "/pelican-survey.md", "bob")
     stack.set_admin_field("reconcile_interval_minutes", 0.05)  # bob's index learns about the share
 
 

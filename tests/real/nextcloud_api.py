@@ -129,6 +129,9 @@ class NextcloudUser:
         )
         return int(self._ok(response).json()["ocs"]["data"]["id"])
 
+    def exists(self, path: str) -> bool:
+        return self.http.request("PROPFIND", self.dav_path(path), headers={"Depth": "0"}).status_code == 207
+
     def unshare(self, share_id: int) -> None:
         self._ok(self.http.delete(f"/ocs/v2.php/apps/files_sharing/api/v1/shares/{share_id}",
                                   params={"format": "json"}, headers=OCS))

@@ -51,6 +51,17 @@ class RealStack(McpHarness):
             self._users[name] = NextcloudUser(self.nc.url, name, self.nc.app_password(name))
         return self._users[name]
 
+    def share(self, owner: str, path: str, recipient: str, attempts: int = 3) -> int:
+        """Share ``path`` and make sure the recipient sees it. On nc-kit's SQLite a share made while the
+        server is busy can fail its "share created" event ("database is locked"): the share exists
+        but never reaches the recipient. Such a share is made again."""
+        for _ in range(attempts):
+            share_id = self.user(owner).share(path, recipient)
+            if self.user(recipient).exists(path.rpartition("/")[2]):
+                return share_id
+            self.user(owner).unshare(share_id)
+        raise AssertionError(f"{recipient} never saw {path} shared by {owner}")
+
     # --- lifecycle --------------------------------------------------------------------------------
 
     def json_info(self) -> str:
@@ -90,7 +101,10 @@ class RealStack(McpHarness):
         return self
 
     async def _backfill_done(self) -> bool:
-        return (await self.status("alice"))["initial_indexing_progress"] == 100
+        try:
+            return (await self.status("alice"))["initial_indexing_progress"] == 100
+        except Exception:  # noqa: BLE001 - AppAPI enables the app just after --wait-finish returns: 404 until then
+            return False
 
     def reset(self) -> None:
         """Nextcloud and the app's storage as they were right after the first indexing pass."""

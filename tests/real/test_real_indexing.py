@@ -96,7 +96,7 @@ async def test_a_share_reaches_its_recipient_and_an_unshare_removes_it_at_once(
     alice.put_file("pelican-survey.md", "# Pelican survey\n\nWe counted 312 pelicans at the estuary.")
     await real.eventually(lambda: found(real, "alice", "how many pelicans", "pelican-survey.md"))
     assert "pelican-survey.md" not in await real.titles("bob", "how many pelicans were counted")
-    share_id = alice.share("/pelican-survey.md", "bob")
+    share_id = real.share("alice", "/pelican-survey.md", "bob")
     await real.eventually(lambda: found(real, "bob", "how many pelicans", "pelican-survey.md"), timeout=90)
     alice.unshare(share_id)
     # No event tells bob's index; the re-check as bob drops it from the very next search.

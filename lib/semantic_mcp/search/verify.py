@@ -52,9 +52,9 @@ class Verifier:
         on_gone: Callable[[list[DocRef]], None],
         *,
         concurrency: int = 12,
-        timeout: float = 3.0,
+        timeout: float = 1.5,
         short_circuit_seconds: float = 5.0,
-        probe_timeout: float = 1.0,
+        probe_timeout: float = 0.75,
     ) -> None:
         self.nc = nc
         self._sources = sources
