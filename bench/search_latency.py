@@ -362,7 +362,7 @@ FILTERED_QUERIES = 50
 
 def filter_cases(modified: Sequence[int]) -> dict[str, Any]:
     """Filters that pass few, some and most chunks (``modified``: the documents' times, sorted)."""
-    from semantic_mcp.search.filters import SearchFilters
+    from semantic_mcp.filters import SearchFilters
 
     return {
         "doc_types note (20 % of chunks)": SearchFilters(doc_types=["note"]),
@@ -566,7 +566,7 @@ async def _no_progress(percent: int, message: str) -> None:
 
 
 def _filters() -> Any:
-    from semantic_mcp.search.filters import SearchFilters
+    from semantic_mcp.filters import SearchFilters
 
     return SearchFilters()
 

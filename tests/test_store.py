@@ -14,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from semantic_mcp.search.filters import SearchFilters
+from semantic_mcp.filters import SearchFilters
 from semantic_mcp.store import ChunkRecord, DimensionMismatch, VectorStore
 
 DIM = 8

@@ -30,7 +30,7 @@ import threading
 import unicodedata
 from collections.abc import Sequence
 
-from .search.filters import SearchFilters
+from .filters import SearchFilters
 from .store import ChunkRecord
 
 MAX_QUERY_TERMS = 64

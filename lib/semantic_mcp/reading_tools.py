@@ -26,7 +26,7 @@ from .reading import (
     document_metadata,
     read_document,
 )
-from .search.filters import SearchFilters
+from .filters import SearchFilters
 from .search.intent import read_intent
 
 if TYPE_CHECKING:

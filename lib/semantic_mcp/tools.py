@@ -33,7 +33,7 @@ from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .documents import DocType
 from .search import prompts
-from .search.filters import SearchFilters
+from .filters import SearchFilters
 from .search.intent import read_intent
 from .search.assistant import AssistantAnswer
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable

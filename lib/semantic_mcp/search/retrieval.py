@@ -31,7 +31,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..store import ChunkRecord, VectorStore
-from .filters import SearchFilters
+from ..filters import SearchFilters
 
 Mode = Literal["hybrid", "dense", "keyword"]
 Leg = Literal["dense", "keyword"]

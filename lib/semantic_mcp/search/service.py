@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .filters import SearchFilters
+from ..filters import SearchFilters
 from .intent import QueryIntent, apply_intent
 from .retrieval import UNCALIBRATED, HybridRetriever
 from .verify import Verifier

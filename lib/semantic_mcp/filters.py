@@ -1,5 +1,8 @@
 """Search filters, rendered for each place they apply: SQL and plain Python.
 
+A data model beside :mod:`.documents`, not part of :mod:`.search`: the keyword index (a store)
+evaluates them too, and a store must not reach up into the search layer (ADR 0011).
+
 :meth:`to_sql` for the keyword index (column names are the metadata keys), which both ranks
 the keyword leg under the filters and selects the chunk ids the dense leg may return;
 :meth:`matches` checks each dense hit against the metadata it carries. Bounds are inclusive.
@@ -14,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..documents import DocType
+from .documents import DocType
 
 # (metadata key, operator, field name): the range conditions, shared by every rendering.
 _RANGES: tuple[tuple[str, str, str], ...] = (
