@@ -16,7 +16,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
 import httpx2
+import pytest
 import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -158,6 +159,16 @@ class MetadataHost:
 
 
 # --- a browser, scripted over HTTP -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def metadata_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataHost]:
+    """A loopback HTTPS host serving client metadata documents, with its own test CA (import it as a fixture)."""
+    host = MetadataHost(make_certificates(tmp_path_factory.mktemp("tls"))).start()
+    try:
+        yield host
+    finally:
+        host.stop()
 
 
 class ConsentRefused(AssertionError):

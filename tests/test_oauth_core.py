@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from oauth_support import REDIRECT_URI, Document, MetadataHost, make_certificates, pkce
+from oauth_support import REDIRECT_URI, Document, MetadataHost, metadata_host, pkce  # noqa: F401 (fixture)
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 from semantic_mcp.oauth import AuthorizationServer, ClientRegistry, MetadataPolicy, OAuthError, OAuthStore
 from semantic_mcp.oauth.clients import MAX_DOCUMENT_BYTES
@@ -154,15 +153,6 @@ async def test_grants_survive_a_restart(tmp_path: Path, clock: Clock) -> None:
 
 
 # --- client metadata documents ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def metadata_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataHost]:
-    host = MetadataHost(make_certificates(tmp_path_factory.mktemp("tls"))).start()
-    try:
-        yield host
-    finally:
-        host.stop()
 
 
 @pytest.fixture

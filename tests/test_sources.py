@@ -268,9 +268,11 @@ async def test_contacts_are_checked_with_one_multiget_per_address_book_never_hea
                             content=_multistatus(f"{home}contacts/a.vcf"))
     httpx_mock.add_response(method="REPORT", url=f"{BASE}{home}work_shared_by_bob/", status_code=404)
     httpx_mock.add_response(method="REPORT", url=f"{BASE}{home}flaky/", status_code=503)
-    ids = ["contacts/a.vcf", "contacts/b.vcf", "work_shared_by_bob/c.vcf", "work_shared_by_bob/d.vcf", "flaky/e.vcf"]
+    ids = ["contacts/a.vcf", "contacts/b.vcf", "contacts/", "work_shared_by_bob/c.vcf", "work_shared_by_bob/d.vcf",
+           "flaky/e.vcf"]
     verdicts = await ContactsSource().readable(nc, "alice", ids, slots=asyncio.Semaphore(2), timeout=5)
     assert verdicts == {"contacts/a.vcf": True, "contacts/b.vcf": False,  # absent from the answer: gone
+                        "contacts/": False,  # a malformed id is no object, and does not spoil its neighbours
                         "work_shared_by_bob/c.vcf": False, "work_shared_by_bob/d.vcf": False,  # unshared book
                         "flaky/e.vcf": None}  # "cannot say now" is not "no access"
     requests = httpx_mock.get_requests()

@@ -19,21 +19,12 @@ import pytest
 from browser import Chromium, png_colours
 from fake_nextcloud.exapp_process import APP_ID
 from oauth_support import (
-    REDIRECT_URI, MetadataHost, ScriptedBrowser, make_certificates, next_url, pkce, query_of, sdk_oauth_client,
-)
+    REDIRECT_URI, MetadataHost, ScriptedBrowser, metadata_host, next_url, pkce, query_of, sdk_oauth_client,
+)  # metadata_host: a fixture
 from realstack import RealStack
 
 ALICE_NOTE = ("Osprey grant proposal", "The Osprey grant proposal asks for 9,800 euros for river sensors.")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-
-
-@pytest.fixture(scope="module")
-def metadata_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataHost]:
-    host = MetadataHost(make_certificates(tmp_path_factory.mktemp("tls"))).start()
-    try:
-        yield host
-    finally:
-        host.stop()
 
 
 @pytest.fixture(scope="module")

@@ -175,14 +175,16 @@ class DavSyncSource(Source):
         was deleted or unshared answers 404 as a whole. Not one request on the DAV home: Sabre
         fails such a REPORT whole as soon as one href's collection is missing.
         """
+        verdicts: dict[str, bool | None] = {}
         by_collection: dict[str, list[str]] = {}
         for source_id in dict.fromkeys(source_ids):
             collection, _, name = source_id.partition("/")
-            by_collection.setdefault(collection, []).append(source_id)
+            if collection and name:
+                by_collection.setdefault(collection, []).append(source_id)
+            else:  # no object has such an id; its neighbours are still checked
+                verdicts[source_id] = False
 
         async def check(collection: str, ids: list[str]) -> dict[str, bool | None]:
-            if not collection or any(not i.partition("/")[2] for i in ids):
-                return {i: False for i in ids}
             hrefs = "".join(f"<d:href>{escape(self._object_path(user, i))}</d:href>" for i in ids)
             body = dav_body(self.multiget_report, prop_xml(["d:getetag"]) + hrefs)
             path = self._home(user) + quote(collection) + "/"
@@ -196,7 +198,6 @@ class DavSyncSource(Source):
             found = {unquote(entry.href.rstrip("/").rpartition("/")[2]) for entry in entries if entry.status == 200}
             return {i: i.partition("/")[2] in found for i in ids}
 
-        verdicts: dict[str, bool | None] = {}
         for part in await asyncio.gather(*(check(c, ids) for c, ids in by_collection.items())):
             verdicts.update(part)
         return verdicts
