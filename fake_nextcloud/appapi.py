@@ -259,9 +259,11 @@ def _count_attempt(nc: State, remote: str, status: int, protected: list[int]) ->
 
 
 def _excluded_headers(route: dict) -> list[str]:
-    """``headers_to_exclude`` as a list; AppAPI stores it as a JSON string (``'["cookie"]'``)."""
+    """The headers a route keeps from the ExApp. AppAPI 32.0.0 honours only a JSON *array* given at
+    registration; a string (as info.xml's ``<headers_to_exclude>["cookie"]</headers_to_exclude>``
+    arrives, and as ``--json-info`` may pass it) is stored as ``[]`` (``ExAppMapper::registerExAppRoutes``)."""
     value = route.get("headers_to_exclude") or []
-    return json.loads(value) if isinstance(value, str) else list(value)
+    return [] if isinstance(value, str) else list(value)
 
 
 def _response_headers(upstream: httpx.Response, drop: frozenset[str]) -> list[tuple[bytes, bytes]]:

@@ -43,7 +43,7 @@ FILE_PROPS = (
     b"<oc:permissions/><oc:size/><d:getcontentlength/><nc:has-preview/><nc:system-tags/></d:prop></d:propfind>"
 )
 ROUTES = [
-    {"url": "^mcp$", "verb": "GET,POST,DELETE", "access_level": 1, "headers_to_exclude": '["cookie"]'},
+    {"url": "^mcp$", "verb": "GET,POST,DELETE", "access_level": 1, "headers_to_exclude": ["cookie"]},
     {"url": "^slow$", "verb": "GET", "access_level": 1, "headers_to_exclude": []},
     {"url": "^public$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
     {"url": "^admin$", "verb": "GET", "access_level": 2, "headers_to_exclude": []},
@@ -684,3 +684,11 @@ def test_public_routes_and_browser_sessions_as_the_real_proxy(registered: StubEx
         assert user_seen(browser.get(user_route)) == "alice"  # and on a user route
         posted = browser.post(user_route, json={})  # no CSRF token: Nextcloud does not check proxied POSTs
         assert user_seen(posted) == "alice"
+
+
+def test_headers_to_exclude_only_as_an_array_as_appapi_32_stores_it() -> None:
+    """A string (info.xml's form) is stored as [] by AppAPI 32.0.0: nothing is excluded."""
+    from fake_nextcloud.appapi import _excluded_headers
+
+    assert _excluded_headers({"headers_to_exclude": ["cookie"]}) == ["cookie"]
+    assert _excluded_headers({"headers_to_exclude": '["cookie"]'}) == []
