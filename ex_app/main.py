@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from mcp.server.transport_security import TransportSecuritySettings
 from nc_py_api import AsyncNextcloudApp, NextcloudException
 from nc_py_api.ex_app import set_handlers
+from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
 from semantic_mcp.config import AdminSettings, Deployment
@@ -32,7 +33,7 @@ from semantic_mcp.tools import Principal, build_server
 
 from .appapi import AppAPIAuth, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
 from .oauth_http import BearerGuard, OAuthHTTP
-from .settings_form import ADMIN_FORM, FORM_ID
+from .settings_form import ADMIN_FORM, FORM_ID, PERSONAL_FORM_ID, personal_form
 from .upkeep import (
     SELF_CHECK_PATH,
     WEBHOOK_PATH,
@@ -139,7 +140,9 @@ def create_app() -> FastAPI:
     app.state.engine = engine
 
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
-        return await (_on_enable(nc, engine) if enabled else _on_disable(nc, engine))
+        if enabled:
+            return await _on_enable(nc, engine, [ADMIN_FORM, personal_form(oauth.issuer)])
+        return await _on_disable(nc, engine)
 
     set_handlers(app, enabled_handler, default_init=False, map_app_static=False)
 
@@ -195,14 +198,15 @@ def _appapi_called(health: NextcloudHealth) -> Callable[[str], None]:
     return on_verified
 
 
-async def _on_enable(nc: AsyncNextcloudApp, engine: Engine) -> str:
-    """Register the settings form and webhooks; returns an error the admin can read, or ""."""
+async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:
+    """Register the settings forms and webhooks; returns an error the admin can read, or ""."""
     engine.health.confirmed_by_appapi()
     problems: list[str] = []
-    try:
-        await guarded(engine.health, "register the settings form", lambda: nc.ui.settings.register_form(ADMIN_FORM))
-    except (NextcloudException, Unavailable, CredentialsRefused) as exc:
-        problems.append(f"settings form: {exc}")
+    for form in forms:
+        try:
+            await guarded(engine.health, "register a settings form", lambda form=form: nc.ui.settings.register_form(form))
+        except (NextcloudException, Unavailable, CredentialsRefused) as exc:
+            problems.append(f"settings form {form.id}: {exc}")
     problems += await ensure_webhooks(nc, engine, replace=True)
     with contextlib.suppress(Exception):
         await guarded(engine.health, "read settings", lambda: SETTINGS.refresh(nc))
@@ -224,10 +228,11 @@ async def _on_disable(nc: AsyncNextcloudApp, engine: Engine) -> str:
         await _remove_webhooks(nc)
     except NextcloudException as exc:
         problems.append(f"webhooks: {exc}")
-    try:
-        await nc.ui.settings.unregister_form(FORM_ID)
-    except NextcloudException as exc:
-        problems.append(f"settings form: {exc}")
+    for form_id in (FORM_ID, PERSONAL_FORM_ID):
+        try:
+            await nc.ui.settings.unregister_form(form_id)
+        except NextcloudException as exc:
+            problems.append(f"settings form {form_id}: {exc}")
     return "; ".join(problems)
 
 

@@ -1,4 +1,6 @@
-"""The admin settings form (AppAPI declarative settings), built from :class:`AdminSettings` defaults."""
+"""The app's forms in Nextcloud's settings (AppAPI declarative settings): the admin form, built
+from :class:`AdminSettings` defaults, and a personal form that tells each user how to connect a
+client and where to see and disconnect the ones they approved."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from nc_py_api.ex_app.ui.settings import SettingsField, SettingsFieldType, Setti
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 
 FORM_ID = "semantic_mcp_admin"
+PERSONAL_FORM_ID = "semantic_mcp_personal"
 
 _D = AdminSettings()
 
@@ -102,3 +105,29 @@ ADMIN_FORM = SettingsForm(
                   "you run such clients yourself: it lets anyone make the app send requests into your network"),
     ],
 )
+
+
+def personal_form(issuer: str) -> SettingsForm:
+    """Shown to every user under Personal settings > Security, next to "Devices & sessions".
+
+    It has no fields on purpose: Nextcloud 32.0.1 refuses to save a declarative value for a user
+    who is neither admin nor sub-admin (the settings app's ``SubadminMiddleware`` guards
+    ``DeclarativeSettingsController::setValue``, which lacks ``@NoSubAdminRequired``), and a form
+    cannot list per-user data anyway. The list of connected clients, each with a "Disconnect"
+    button, is the app's own page; ``doc_url`` links it from the form's title.
+    """
+    return SettingsForm(
+        id=PERSONAL_FORM_ID,
+        section_id="security",
+        section_type="personal",
+        title="MCP clients (Semantic MCP)",
+        description=(
+            f"Connect an MCP client (Claude, ChatGPT, VS Code, Cursor, Goose...) to search your Nextcloud with the "
+            f"address {issuer}/mcp. Clients that support OAuth ask you to log in and approve them; the others need "
+            f"an app password from \"Devices & sessions\" below. The clients you approved, and a button to disconnect "
+            f"each, are on {issuer}/oauth/clients (the help link next to this title)."
+        ),
+        priority=20,
+        doc_url=f"{issuer}/oauth/clients",
+        fields=[],
+    )

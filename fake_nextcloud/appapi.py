@@ -441,9 +441,36 @@ def php_string(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+async def declarative_forms(request: Request) -> Response:
+    """What a settings page loads: every form the caller may see, each field with its value.
+    As Nextcloud 32's ``DeclarativeManager::getFormsWithValues``: admin forms only for admins,
+    ExApp values from AppAPI's app config (admin) or the user's preferences (personal), highest
+    priority first."""
+    nc: State = request.app.state.nc
+    caller = identify(request, nc)
+    if not caller.user:
+        raise NotLoggedIn()
+    forms = []
+    with nc.lock:
+        admin = nc.users[caller.user].admin
+        for app in nc.apps.values():
+            for schema in app.forms.values():
+                personal = schema.get("section_type") != "admin"
+                if not personal and not admin:
+                    continue
+                values = app.preferences.get(caller.user, {}) if personal else app.config
+                fields = [{**field, "value": values.get(field["id"], field.get("default"))}
+                          for field in schema.get("fields", [])]
+                forms.append({**schema, "storage_type": "external", "app": app.app_id, "fields": fields})
+    forms.sort(key=lambda form: -int(form.get("priority", 50)))
+    return ocs_response(request, forms)
+
+
 async def declarative_value(request: Request) -> Response:
     """What the admin settings page sends when a field changes (as admin). For an ExApp's form the
-    value lands in AppAPI's app config as a string; an unticked checkbox is stored as ``""``."""
+    value lands in AppAPI's app config as a string; an unticked checkbox is stored as ``""``.
+    Nextcloud 32.0.1 answers 403 to anyone else, even for a personal form: the settings app's
+    ``SubadminMiddleware`` requires a sub-admin because ``setValue`` lacks ``@NoSubAdminRequired``."""
     nc: State = request.app.state.nc
     caller = identify(request, nc)
     if not caller.user:
@@ -451,7 +478,7 @@ async def declarative_value(request: Request) -> Response:
     params = await request_params(request)
     with nc.lock:
         if not nc.users[caller.user].admin:
-            raise OcsError(403, "Logged in account must be an admin")
+            raise OcsError(403, "Logged in account must be a sub admin")
         app = nc.apps.get(str(params.get("app", "")))
         form_id, field_id = str(params.get("formId", "")), str(params.get("fieldId", ""))
         form = app.forms.get(form_id) if app else None
@@ -469,6 +496,7 @@ PROXY_ROUTE = Route(
 )
 ROUTES = [
     Route("/ocs/v{v:int}.php/settings/api/declarative/value", declarative_value, methods=["POST"]),
+    Route("/ocs/v{v:int}.php/settings/api/declarative/forms", declarative_forms, methods=["GET"]),
     Route(_OCS + "/ex-app/status", init_status, methods=["PUT"]),
     Route(_OCS + "/ex-app/state", enabled_state, methods=["GET"]),
     Route(_OCS + "/api/v1/log", log, methods=["POST"]),

@@ -134,5 +134,16 @@ class McpHarness:
         )
         assert response.status_code == 200, (response.status_code, response.text)
 
+    def settings_forms(self, user: str) -> list[dict[str, Any]]:
+        """The declarative settings forms ``user`` sees, with values, as Nextcloud's settings pages load them."""
+        response = httpx.get(
+            f"{self.nextcloud_url}/ocs/v2.php/settings/api/declarative/forms",
+            headers={"OCS-APIRequest": "true", "Accept": "application/json"},
+            auth=(user, self.app_password(user)),
+            timeout=30,
+        )
+        assert response.status_code == 200, (response.status_code, response.text)
+        return [form for form in response.json()["ocs"]["data"] if form["app"] == APP_ID]
+
     def log(self) -> str:
         return self.exapp.log_text() if self.exapp else ""

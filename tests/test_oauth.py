@@ -249,6 +249,16 @@ async def test_disconnecting_on_the_connected_clients_page_revokes_at_once(flow:
     assert flow.mcp_status(tokens["access_token"]) == 401
 
 
+async def test_the_personal_settings_form_leads_to_the_connected_clients_page(flow: Flow) -> None:
+    await flow.tokens()
+    forms = flow.stack.settings_forms("alice")
+    assert [(form["section_type"], form["section_id"]) for form in forms] == [("personal", "security")]
+    assert flow.stack.mcp_url in forms[0]["description"]  # the address to give a client
+    page = await flow.browser.http.get(forms[0]["doc_url"])
+    assert page.status_code == 200 and "Hand-driven client" in page.text
+    assert {form["section_type"] for form in flow.stack.settings_forms("admin")} == {"admin", "personal"}
+
+
 async def test_an_invalid_or_expired_token_gets_the_challenge(flow: Flow) -> None:
     response = httpx.post(flow.stack.mcp_url, json={}, headers={"Authorization": "Bearer not-a-token-of-ours"})
     assert response.status_code == 401

@@ -68,11 +68,25 @@ class RealNextcloud:
         self.start()
 
     def start(self) -> None:
-        # nc-kit's save/restore restart the services they stopped, but not always (seen under pytest);
-        # and its start refuses a port that answers while it thinks the services are down.
-        if not self.answers():
-            self.kit("start")
+        """Make sure all three services run: the web server, the webhook worker and cron.
+
+        nc-kit's save/restore restart the services they stopped, but not always (seen under
+        pytest), and a web server that answers says nothing about the webhook worker: without it,
+        deliveries wait for the next cron run (60 s or more) and timing-based tests fail.
+        """
+        if self.stopped_services():
+            try:
+                self.kit("start")  # starts only what is not running
+            except RuntimeError:  # it refuses a port that answers while it thinks the server is down
+                self.kit("stop")
+                self.kit("start")
         self.wait_up()
+        if stopped := self.stopped_services():
+            raise RuntimeError(f"nc-kit services not running after start: {stopped}\n{self.kit('status')}")
+
+    def stopped_services(self) -> list[str]:
+        """The services nc-kit reports as stopped (``php``, ``worker``, ``cron``)."""
+        return [line.split(":")[0] for line in self.kit("status").splitlines() if line.endswith(": stopped")]
 
     def answers(self) -> bool:
         try:

@@ -100,13 +100,13 @@ async def test_maintenance_window(real: RealStack) -> None:
 async def test_kill_while_indexing_then_restart(real: RealStack) -> None:
     alice = real.user("alice")
     alice.mkdir("Crash")
-    first = put(real, "Crash", 20, "first")
-
-    async def under_way() -> bool:
-        return db_rows(real.storage, "SELECT COUNT(*) FROM tasks")[0][0] > 0 and bool(indexed_under(real, "Crash"))
-
-    await real.eventually(under_way, timeout=60, interval=0.2)
+    # Written while the test watches: the app is killed once some of them are indexed and some
+    # not (a fast machine indexes each file within a second of its event, so waiting for the
+    # writes to finish first could miss the moment).
+    writing = asyncio.create_task(asyncio.to_thread(put, real, "Crash", 20, "first"))
+    await real.eventually(lambda: 0 < len(indexed_under(real, "Crash")) < 20, timeout=60, interval=0.1)
     real.exapp.kill()  # SIGKILL while indexing
+    first = await writing
     while_down = put(real, "Crash", 6, "down")  # deliveries fail ("Couldn't connect") and are not retried
     first["/Crash/first-00.txt"] = "The rewritten otter report from Reykjavik, edited while the app was down."
     alice.put_file("Crash/first-00.txt", first["/Crash/first-00.txt"])

@@ -19,7 +19,8 @@ import pytest
 from browser import Chromium, png_colours
 from fake_nextcloud.exapp_process import APP_ID
 from oauth_support import (
-    REDIRECT_URI, MetadataHost, ScriptedBrowser, metadata_host, next_url, pkce, query_of, sdk_oauth_client,
+    REDIRECT_URI, MetadataHost, ScriptedBrowser, consent_form, metadata_host, next_url, pkce, query_of,
+    sdk_oauth_client,
 )  # metadata_host: a fixture
 from realstack import RealStack
 
@@ -92,6 +93,30 @@ async def test_the_sdk_client_connects_consents_searches_and_is_revoked_at_once(
     assert revoked.status_code == 200
     after = httpx.post(oauth_real.mcp_url, json={}, headers={"Authorization": f"Bearer {tokens.access_token}"})
     assert after.status_code == 401 and 'error="invalid_token"' in after.headers["www-authenticate"]
+
+
+async def test_alice_finds_her_client_from_her_personal_settings_and_disconnects_it(
+    oauth_real: RealStack, metadata_host: MetadataHost, alice_browser: ScriptedBrowser
+) -> None:
+    """The personal form as Nextcloud's settings page loads it, its link with alice's session, and
+    the page's own anti-CSRF token (Nextcloud checks none on proxied requests)."""
+    client_id = metadata_host.client("settings-client.json", "Settings-page client")
+    async with sdk_oauth_client(oauth_real.mcp_url, alice_browser, client_metadata_url=client_id) as (_, storage):
+        pass
+    forms = oauth_real.settings_forms("alice")
+    assert [(form["section_type"], form["section_id"]) for form in forms] == [("personal", "security")]
+    assert oauth_real.mcp_url in forms[0]["description"]
+    page = await alice_browser.http.get(forms[0]["doc_url"])
+    assert page.status_code == 200 and "Settings-page client" in page.text
+    grant = [g for g in (await oauth_real.status("alice"))["connected_clients"] if g["client_id"] == client_id][0]
+    access = storage.tokens.access_token
+    assert httpx.post(oauth_real.mcp_url, json={}, headers={"Authorization": f"Bearer {access}"}).status_code != 401
+    forged = await alice_browser.http.post(forms[0]["doc_url"], data={"grant_id": grant["id"], "csrf_token": "x"})
+    assert forged.status_code == 400
+    done = await alice_browser.http.post(forms[0]["doc_url"], data={
+        "grant_id": grant["id"], "csrf_token": consent_form(page.text)["csrf_token"]})
+    assert done.status_code == 200 and "Disconnected" in done.text
+    assert httpx.post(oauth_real.mcp_url, json={}, headers={"Authorization": f"Bearer {access}"}).status_code == 401
 
 
 async def test_an_anonymous_browser_goes_through_nextclouds_login_and_back_to_the_consent_page(

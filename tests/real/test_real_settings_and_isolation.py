@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 
+from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
+from fake_nextcloud.exapp_process import APP_ID
 from realstack import RealStack
 from scripted_model import ScriptedModel
 
@@ -111,3 +114,17 @@ async def test_bob_cannot_open_alices_item_by_its_id(real: RealStack) -> None:
     result = await real.call("bob", "nc_get_document", {"id": hit["id"]})
     assert result.is_error or "88,500" not in str(result.structured_content)
     assert "88,500" not in "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_only_admins_see_and_save_the_admin_form_and_a_user_cannot_save_any_declarative_value(real: RealStack) -> None:
+    """Nextcloud 32.0.1 quirk the personal form is built around (``ex_app/settings_form.py``): a user
+    who is not a (sub-)admin gets 403 saving any declarative value, a personal form's included."""
+    assert [form["section_type"] for form in real.settings_forms("alice")] == ["personal"]
+    assert {form["section_type"] for form in real.settings_forms("admin")} == {"admin", "personal"}
+    refused = httpx.post(
+        f"{real.nextcloud_url}/ocs/v2.php/settings/api/declarative/value",
+        json={"app": APP_ID, "formId": ADMIN_FORM_ID, "fieldId": "index_notes", "value": False},
+        headers={"OCS-APIRequest": "true", "Accept": "application/json"},
+        auth=("alice", real.app_password("alice")), timeout=30,
+    )
+    assert refused.status_code == 403
