@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,14 +21,24 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version
 from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version
+
+SUBJECTS = ["otter", "glacier", "violin", "lantern", "cactus", "harbour", "comet", "falcon", "meadow", "tunnel"]
+PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Bergen", "Tbilisi", "Hobart", "Tromso", "Cusco", "Dakar"]
+
+
+def report_text(tag: str, i: int) -> str:
+    """Short file contents, distinct for every (tag, i) and findable by meaning."""
+    return f"The {SUBJECTS[i % 10]} report from {PLACES[(i // 10 + len(tag)) % 10]} ({tag} {i})."
 
 
 class McpHarness:
-    """Subclasses set ``nextcloud_url``, ``exapp`` and implement :meth:`app_password` and :meth:`flush_events`."""
+    """Subclasses set ``nextcloud_url``, ``workdir`` (the app's storage is ``workdir/storage``),
+    ``exapp`` and implement :meth:`app_password` and :meth:`flush_events`."""
 
     nextcloud_url: str
+    workdir: Path
     exapp: ExAppProcess | None = None
 
     def app_password(self, user: str) -> str:
@@ -144,6 +156,45 @@ class McpHarness:
         )
         assert response.status_code == 200, (response.status_code, response.text)
         return [form for form in response.json()["ocs"]["data"] if form["app"] == APP_ID]
+
+    # --- the app's durable state ----------------------------------------------------------------------
+
+    @property
+    def storage(self) -> Path:
+        return self.workdir / "storage"
+
+    def db_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Read the app's queue and ledger while it runs (SQLite WAL allows a concurrent reader)."""
+        with closing(sqlite3.connect(f"file:{self.storage / 'state.db'}?mode=ro", uri=True)) as db:
+            return db.execute(sql, params).fetchall()
+
+    def indexed_files(self, user: str, folder: str) -> list[str]:
+        """The locations of ``user``'s files indexed under ``folder`` (``/Name/``), one row per document."""
+        rows = self.db_rows("SELECT location FROM documents WHERE user = ? AND doc_type = 'file' AND location LIKE ?",
+                            (user, f"{folder}%"))
+        return [row[0] for row in rows]
+
+    async def all_indexed(self, user: str, folder: str, expected: dict[str, str], timeout: float = 60.0) -> float:
+        """Wait until exactly the files ``expected`` (location -> content) are indexed under ``folder``,
+        each once, then find a sample of them by their content as ``user``; returns the seconds until
+        indexed. Every search also checks that no document comes back twice."""
+        started = time.monotonic()
+        while True:
+            locations = self.indexed_files(user, folder)
+            assert len(locations) == len(set(locations)), f"indexed twice: {locations}"
+            if set(locations) == set(expected):
+                break
+            if time.monotonic() - started > timeout:
+                raise AssertionError(f"not indexed within {timeout:.0f}s: missing {sorted(set(expected) - set(locations))}, "
+                                     f"unexpected {sorted(set(locations) - set(expected))}")
+            await asyncio.sleep(0.5)
+        took = time.monotonic() - started
+        for location, text in list(expected.items())[:: max(1, len(expected) // 4)]:
+            hits = (await self.search(user, text, use_reranking=False, limit=50, path_prefix=folder))["results"]
+            ids = [hit["id"] for hit in hits]
+            assert len(ids) == len(set(ids)), f"duplicate hits: {ids}"
+            assert location in [hit["location"] for hit in hits], (text, [hit["location"] for hit in hits])
+        return took
 
     def log(self) -> str:
         return self.exapp.log_text() if self.exapp else ""

@@ -10,14 +10,13 @@ not depend on how long Nextcloud is away (the queue waits instead of spending at
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from harness import report_text
 from stack import APP_ID, PUBLIC_HOST, Stack
 
 from fake_nextcloud.exapp_process import app_version, routes_from_info_xml
@@ -35,52 +34,18 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         own.stop()
 
 
-async def searchable(stack: Stack, folder: str, expected: dict[int, str], timeout: float = 60.0) -> float:
-    """Wait until exactly the files in ``expected`` (file id -> content) are indexed under
-    ``folder``, then find a sample of them by their content; returns the seconds until indexed.
-    Every search also checks that no document comes back twice."""
-    started = time.monotonic()
-    storage = stack.workdir / "storage"
-    while True:
-        rows = db_rows(storage, "SELECT source_id FROM documents WHERE user = 'alice' AND doc_type = 'file' "
-                                f"AND location LIKE '{folder}%'")
-        indexed = {int(row[0]) for row in rows}
-        if indexed == set(expected):
-            break
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"not indexed within {timeout:.0f}s: missing {sorted(set(expected) - indexed)}, "
-                                 f"unexpected {sorted(indexed - set(expected))}")
-        await asyncio.sleep(0.5)
-    took = time.monotonic() - started
-    for fid, text in list(expected.items())[:: max(1, len(expected) // 4)]:  # a sample, by its content
-        result = await stack.search(ALICE, text, use_reranking=False, limit=50, path_prefix=folder)
-        ids = [hit["id"] for hit in result["results"]]
-        assert len(ids) == len(set(ids)), f"duplicate hits: {ids}"
-        assert f"file:{fid}" in ids, (text, ids)
-    return took
-
-
-SUBJECTS = ["otter", "glacier", "violin", "lantern", "cactus", "harbour", "comet", "falcon", "meadow", "tunnel"]
-PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Bergen", "Tbilisi", "Hobart", "Tromso", "Cusco", "Dakar"]
-
-
-def put(stack: Stack, folder: str, n: int, tag: str) -> dict[int, str]:
-    """``n`` short text files with distinct content; returns file id -> content."""
+def put(stack: Stack, folder: str, n: int, tag: str) -> dict[str, str]:
+    """``n`` short text files with distinct content; returns location -> content."""
     files = {}
     for i in range(n):
-        text = f"The {SUBJECTS[i % 10]} report from {PLACES[(i // 10 + len(tag)) % 10]} ({tag} {i})."
-        files[stack.fake.put_file(ALICE, f"{folder}/{tag}-{i:02d}.txt", text)] = text
+        location = f"{folder}/{tag}-{i:02d}.txt"
+        files[location] = report_text(tag, i)
+        stack.fake.put_file(ALICE, location, files[location])
     return files
 
 
 def no_failed_logins(stack: Stack) -> None:
     assert stack.fake.bruteforce_attempts(APP_ADDRESS) == 0, f"failed logins: {stack.fake.state.throttler.log}"
-
-
-def db_rows(storage: Path, sql: str) -> list[tuple[Any, ...]]:
-    """Read the app's durable state while it runs (SQLite WAL allows a concurrent reader)."""
-    with closing(sqlite3.connect(f"file:{storage / 'state.db'}?mode=ro", uri=True)) as db:
-        return db.execute(sql).fetchall()
 
 
 async def assert_clean(stack: Stack) -> None:
@@ -93,7 +58,6 @@ async def assert_clean(stack: Stack) -> None:
 
 async def test_maintenance_window_loses_nothing_and_spends_no_attempt(stack: Stack) -> None:
     fake = stack.fake
-    storage = stack.workdir / "storage"
     fake.webhooks.pause()
     before = put(stack, "/Upgrade", 24, "kappa")
     fake.webhooks.resume()
@@ -105,21 +69,21 @@ async def test_maintenance_window_loses_nothing_and_spends_no_attempt(stack: Sta
 
     # The whole queue pauses: a handful of requests got 503, then only status.php is asked.
     async def paused() -> Any:
-        rows = db_rows(storage, "SELECT COUNT(*), COALESCE(MAX(attempts), 0) FROM tasks")
+        rows = stack.db_rows("SELECT COUNT(*), COALESCE(MAX(attempts), 0) FROM tasks")
         return rows[0] if "Pausing all work with Nextcloud" in stack.log() else None
 
     await stack.eventually(paused, timeout=20)
     refused_early = fake.refused_in_maintenance()
     await asyncio.sleep(8.0)  # the window; nothing depends on its length
-    pending, max_attempts = db_rows(storage, "SELECT COUNT(*), COALESCE(MAX(attempts), 0) FROM tasks")[0]
+    pending, max_attempts = stack.db_rows("SELECT COUNT(*), COALESCE(MAX(attempts), 0) FROM tasks")[0]
     assert pending > 0 and max_attempts == 0, (pending, max_attempts)  # waiting, no attempt spent
-    assert db_rows(storage, "SELECT COUNT(*) FROM dead_letters")[0][0] == 0
+    assert stack.db_rows("SELECT COUNT(*) FROM dead_letters")[0][0] == 0
     assert fake.refused_in_maintenance() - refused_early <= 2, "kept calling Nextcloud during maintenance"
     assert refused_early - refused_at_start < 40
 
     fake.set_maintenance(False)
     after = put(stack, "/Upgrade", 6, "omega")
-    took = await searchable(stack, "/Upgrade/", {**before, **during, **after})
+    took = await stack.all_indexed(ALICE, "/Upgrade/", {**before, **during, **after})
     print(f"maintenance: everything indexed {took:.1f} s after maintenance mode ended")
     assert took < 60
     assert "Nextcloud answers again after" in stack.log()
@@ -140,12 +104,10 @@ async def test_kill_while_indexing_then_restart_catches_up(stack: Stack) -> None
     # Meanwhile: new files, an edit and a deletion. Their webhook deliveries fail and are never retried.
     delivered = len(fake.webhooks.events())
     while_down = put(stack, "/Crash", 8, "down")
-    edited_id, _ = next(iter(first.items()))
-    first[edited_id] = "The rewritten otter report from Reykjavik, edited while the app was down."
-    fake.put_file(ALICE, "/Crash/first-00.txt", first[edited_id])
-    deleted_id = list(first)[5]
+    first["/Crash/first-00.txt"] = "The rewritten otter report from Reykjavik, edited while the app was down."
+    fake.put_file(ALICE, "/Crash/first-00.txt", first["/Crash/first-00.txt"])
     fake.delete(ALICE, "/Crash/first-05.txt")
-    del first[deleted_id]
+    del first["/Crash/first-05.txt"]
     fake.webhooks.flush(30)
     lost = [d for d in fake.webhooks.events()[delivered:] if d.error]
     assert lost, "expected failed deliveries while the app was down"
@@ -153,7 +115,7 @@ async def test_kill_while_indexing_then_restart_catches_up(stack: Stack) -> None
     stack.start_exapp()  # same storage and secret
     fake.exapp(APP_ID).url = stack.exapp.url  # the daemon knows the app by its (new) port
     restarted = time.monotonic()
-    await searchable(stack, "/Crash/", {**first, **while_down})
+    await stack.all_indexed(ALICE, "/Crash/", {**first, **while_down})
     assert time.monotonic() - restarted < 60
     assert "Catching up on changes made while the app was not running" in stack.log()
     await assert_clean(stack)
@@ -161,7 +123,6 @@ async def test_kill_while_indexing_then_restart_catches_up(stack: Stack) -> None
 
 async def test_start_before_registration_keeps_the_queue_and_never_guesses(stack: Stack) -> None:
     fake = stack.fake
-    storage = stack.workdir / "storage"
     secret = stack.exapp.secret
     fake.webhooks.pause()
     queued = put(stack, "/Rereg", 40, "queued")
@@ -169,7 +130,7 @@ async def test_start_before_registration_keeps_the_queue_and_never_guesses(stack
     fake.webhooks.flush(30)  # every change is in the app's durable queue
     # An admin re-registers the app while it has work: AppAPI disables it (PUT /enabled?enabled=0)...
     fake.unregister_exapp(APP_ID)
-    pending = db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0]
+    pending = stack.db_rows("SELECT COUNT(*) FROM tasks")[0][0]
     stack.exapp.kill()
     assert pending > 0, "the queue was drained before the re-registration; nothing left to prove"
 
@@ -178,11 +139,11 @@ async def test_start_before_registration_keeps_the_queue_and_never_guesses(stack
     stack.start_exapp()
     await asyncio.sleep(6.0)
     no_failed_logins(stack)
-    assert db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0] == pending  # nothing dropped, nothing tried
+    assert stack.db_rows("SELECT COUNT(*) FROM tasks")[0][0] == pending  # nothing dropped, nothing tried
     assert "Dropping" not in stack.log()[log_start:]
 
     fake.register_exapp(APP_ID, stack.exapp.url, secret, app_version(), routes_from_info_xml(), exapp_host=PUBLIC_HOST)
-    await searchable(stack, "/Rereg/", queued)
+    await stack.all_indexed(ALICE, "/Rereg/", queued)
     await assert_clean(stack)
     assert fake.webhooks.hooks, "webhooks were not registered again"
 
@@ -191,13 +152,12 @@ async def test_a_secret_appapi_never_confirmed_is_never_tried(stack: Stack) -> N
     """The app restarts with a secret AppAPI does not know (a typo in its environment) and a queue
     with work: it sends no request signed with it, so brute-force protection records nothing."""
     fake = stack.fake
-    storage = stack.workdir / "storage"
     fake.webhooks.pause()
     queued = put(stack, "/Typo", 20, "typo")
     fake.webhooks.resume()
     fake.webhooks.flush(30)
     stack.exapp.kill()
-    pending = db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0]
+    pending = stack.db_rows("SELECT COUNT(*) FROM tasks")[0][0]
     stack.exapp.env["APP_SECRET"] = "a-secret-appapi-does-not-know-0123"
     stack.exapp.start()
     fake.exapp(APP_ID).url = stack.exapp.url
@@ -205,7 +165,7 @@ async def test_a_secret_appapi_never_confirmed_is_never_tried(stack: Stack) -> N
     fake.webhooks.flush(30)
     await asyncio.sleep(5.0)
     no_failed_logins(stack)
-    assert db_rows(storage, "SELECT COUNT(*) FROM tasks")[0][0] == pending > 0
+    assert stack.db_rows("SELECT COUNT(*) FROM tasks")[0][0] == pending > 0
     assert len(queued) == 20
 
 
@@ -231,7 +191,7 @@ async def _webhooks_come_back(stack: Stack) -> None:
     await stack.eventually(back, timeout=30)
     assert "webhook registration(s) missing: re-registering them" in stack.log()
     files = put(stack, "/Hooks", 3, "hooked")  # delivered by the new registrations
-    await searchable(stack, "/Hooks/", files, timeout=30)
+    await stack.all_indexed(ALICE, "/Hooks/", files, timeout=30)
     status = await stack.status(ALICE)
     assert status["webhooks"]["missing"] == [] and status["webhooks"]["checked_at"]
     no_failed_logins(stack)
@@ -242,19 +202,18 @@ async def test_unregistered_while_stopped_then_started_with_the_old_secret(stack
     app asks AppAPI through its proxy (anonymous, a public route), never with the secret, so no
     failed login; it waits, and resumes once registered again."""
     fake = stack.fake
-    storage = stack.workdir / "storage"
     secret = stack.exapp.secret
     stack.exapp.kill()
     try:
         fake.unregister_exapp(APP_ID)  # AppAPI's PUT /enabled?enabled=0 cannot reach the app
     except Exception:  # noqa: BLE001 - the fake reports the failed call, as occ would; the app is gone anyway
         pass
-    assert (storage / "credentials-confirmed").exists()  # the old secret is remembered
+    assert (stack.storage / "credentials-confirmed").exists()  # the old secret is remembered
     queued = put(stack, "/Forgot", 5, "forgot")  # no webhooks any more: only the catch-up finds them
     stack.start_exapp()
     await asyncio.sleep(5.0)
     no_failed_logins(stack)
     assert "AppAPI does not know this app or has not enabled it" in stack.log()
     fake.register_exapp(APP_ID, stack.exapp.url, secret, app_version(), routes_from_info_xml(), exapp_host=PUBLIC_HOST)
-    await searchable(stack, "/Forgot/", queued)
+    await stack.all_indexed(ALICE, "/Forgot/", queued)
     await assert_clean(stack)

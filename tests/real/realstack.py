@@ -35,10 +35,6 @@ class RealStack(McpHarness):
     def nextcloud_url(self) -> str:  # type: ignore[override]
         return self.nc.url
 
-    @property
-    def storage(self) -> Path:
-        return self.workdir / "storage"
-
     def app_password(self, user: str) -> str:
         return self.nc.app_password(user)
 

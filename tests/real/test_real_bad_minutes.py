@@ -9,61 +9,19 @@ Windows are short: the pause and resume logic does not depend on their length.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
-from contextlib import closing
-from pathlib import Path
-from typing import Any
 
+from harness import report_text
 from realstack import RealStack
-
-SUBJECTS = ["otter", "glacier", "violin", "lantern", "cactus", "harbour", "comet", "falcon", "meadow", "tunnel"]
-PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Bergen", "Tbilisi", "Hobart", "Tromso", "Cusco", "Dakar"]
-
-
-def db_rows(storage: Path, sql: str) -> list[tuple[Any, ...]]:
-    """The app's durable state, read while it runs (SQLite WAL allows a concurrent reader)."""
-    with closing(sqlite3.connect(f"file:{storage / 'state.db'}?mode=ro", uri=True)) as db:
-        return db.execute(sql).fetchall()
 
 
 def put(real: RealStack, folder: str, n: int, tag: str) -> dict[str, str]:
-    """``n`` short text files over WebDAV as alice; returns path -> content."""
-    alice = real.user("alice")
+    """``n`` short text files over WebDAV as alice; returns location -> content."""
     files = {}
     for i in range(n):
-        path = f"{folder}/{tag}-{i:02d}.txt"
-        files[f"/{path}"] = f"The {SUBJECTS[i % 10]} report from {PLACES[(i // 10 + len(tag)) % 10]} ({tag} {i})."
-        alice.put_file(path, files[f"/{path}"])
+        files[f"/{folder}/{tag}-{i:02d}.txt"] = report_text(tag, i)
+        real.user("alice").put_file(f"{folder}/{tag}-{i:02d}.txt", files[f"/{folder}/{tag}-{i:02d}.txt"])
     return files
-
-
-def indexed_under(real: RealStack, folder: str) -> list[str]:
-    rows = db_rows(real.storage, "SELECT location FROM documents WHERE user = 'alice' AND doc_type = 'file' "
-                                 f"AND location LIKE '/{folder}/%'")
-    return [row[0] for row in rows]
-
-
-async def all_indexed(real: RealStack, folder: str, expected: dict[str, str], timeout: float = 60.0) -> float:
-    """Wait until exactly ``expected`` is indexed under ``folder`` (each once), then find a sample
-    by content through the proxy; returns the seconds until indexed."""
-    started = time.monotonic()
-    while True:
-        locations = indexed_under(real, folder)
-        assert len(locations) == len(set(locations)), f"indexed twice: {locations}"
-        if set(locations) == set(expected):
-            break
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"not indexed within {timeout:.0f}s: missing {sorted(set(expected) - set(locations))}, "
-                                 f"unexpected {sorted(set(locations) - set(expected))}")
-        await asyncio.sleep(1.0)
-    took = time.monotonic() - started
-    for path, text in list(expected.items())[:: max(1, len(expected) // 3)]:
-        hits = (await real.search("alice", text, use_reranking=False, limit=50, path_prefix=f"/{folder}/"))["results"]
-        ids = [hit["id"] for hit in hits]
-        assert len(ids) == len(set(ids)), f"duplicate hits: {ids}"
-        assert path in [hit["location"] for hit in hits], (text, [hit["location"] for hit in hits])
-    return took
 
 
 def assert_no_failed_logins(real: RealStack) -> None:
@@ -85,13 +43,13 @@ async def test_maintenance_window(real: RealStack) -> None:
     real.nc.occ("maintenance:mode", "--on")
     try:
         await asyncio.sleep(20)  # the window: the queue waits, nothing dead-letters
-        assert db_rows(real.storage, "SELECT COUNT(*) FROM dead_letters")[0][0] == 0
-        assert db_rows(real.storage, "SELECT COALESCE(MAX(attempts), 0) FROM tasks")[0][0] == 0
+        assert real.db_rows("SELECT COUNT(*) FROM dead_letters")[0][0] == 0
+        assert real.db_rows("SELECT COALESCE(MAX(attempts), 0) FROM tasks")[0][0] == 0
     finally:
         real.nc.occ("maintenance:mode", "--off")
     back = time.monotonic()
     after = put(real, "Upgrade", 6, "after")
-    await all_indexed(real, "Upgrade", {**before, **after})
+    await real.all_indexed("alice", "/Upgrade/", {**before, **after})
     print(f"maintenance: everything indexed {time.monotonic() - back:.1f} s after maintenance mode ended")
     assert time.monotonic() - back < 60
     await assert_healthy(real)
@@ -104,7 +62,7 @@ async def test_kill_while_indexing_then_restart(real: RealStack) -> None:
     # not (a fast machine indexes each file within a second of its event, so waiting for the
     # writes to finish first could miss the moment).
     writing = asyncio.create_task(asyncio.to_thread(put, real, "Crash", 20, "first"))
-    await real.eventually(lambda: 0 < len(indexed_under(real, "Crash")) < 20, timeout=60, interval=0.1)
+    await real.eventually(lambda: 0 < len(real.indexed_files("alice", "/Crash/")) < 20, timeout=60, interval=0.1)
     real.exapp.kill()  # SIGKILL while indexing
     first = await writing
     while_down = put(real, "Crash", 6, "down")  # deliveries fail ("Couldn't connect") and are not retried
@@ -116,7 +74,7 @@ async def test_kill_while_indexing_then_restart(real: RealStack) -> None:
 
     real.start_exapp()  # same port and secret
     restarted = time.monotonic()
-    await all_indexed(real, "Crash", {**first, **while_down})
+    await real.all_indexed("alice", "/Crash/", {**first, **while_down})
     print(f"kill -9: everything indexed {time.monotonic() - restarted:.1f} s after the restart")
     assert time.monotonic() - restarted < 60
     await assert_healthy(real)
@@ -127,15 +85,15 @@ async def test_start_before_registration_with_a_queue(real: RealStack) -> None:
     queued = put(real, "Rereg", 30, "queued")
     real.nc.flush_webhooks()
     real.unregister()  # AppAPI calls PUT /enabled?enabled=0, then forgets the app and its secret
-    pending = db_rows(real.storage, "SELECT COUNT(*) FROM tasks")[0][0]
+    pending = real.db_rows("SELECT COUNT(*) FROM tasks")[0][0]
     real.exapp.kill()
     real.start_exapp()  # `make run` before `make register`: AppAPI does not know the app
     await asyncio.sleep(8)
     assert_no_failed_logins(real)
-    assert db_rows(real.storage, "SELECT COUNT(*) FROM tasks")[0][0] == pending  # nothing dropped
+    assert real.db_rows("SELECT COUNT(*) FROM tasks")[0][0] == pending  # nothing dropped
     registering = time.monotonic()
     real.register()
-    await all_indexed(real, "Rereg", queued, timeout=120)
+    await real.all_indexed("alice", "/Rereg/", queued, timeout=120)
     print(f"start before registration: everything indexed {time.monotonic() - registering:.1f} s after register")
     await assert_healthy(real)
 
@@ -151,5 +109,5 @@ async def test_unregistered_while_stopped_then_started_with_the_old_secret(real:
     await asyncio.sleep(8)
     assert_no_failed_logins(real)
     real.register()
-    await all_indexed(real, "Forgot", queued, timeout=120)
+    await real.all_indexed("alice", "/Forgot/", queued, timeout=120)
     await assert_healthy(real)
