@@ -150,7 +150,7 @@ class Timer:
 async def throughput(n_docs: int, words_per: int) -> list[str]:
     from ex_app.appapi import AppIdentity
     from fake_nextcloud import FakeNextcloud
-    from fake_nextcloud.appapi import ExApp
+    from fake_nextcloud.exapps import ExApp
     from semantic_mcp.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
     from semantic_mcp.sources import make_sources

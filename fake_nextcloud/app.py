@@ -12,13 +12,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from . import appapi, dav, deck, login, notes, ocs, webhooks
+from . import appapi, dav, deck_api, login, notes_api, ocs, taskprocessing, webhooks_api
 from .auth import AuthFailed, NotLoggedIn
 from .davxml import DavError
 from .outages import MaintenanceMode, MaxDelayReached, max_delay_response
 from .responses import JsonError, OcsError, json_response, ocs_response
 from .state import State
-from . import taskprocessing
 
 NOT_AUTHENTICATED = "Sabre\\DAV\\Exception\\NotAuthenticated"
 WWW_AUTHENTICATE = {"WWW-Authenticate": 'Basic realm="Nextcloud", charset="UTF-8"'}
@@ -85,11 +84,11 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
     routes: list[BaseRoute] = [
         *ocs.ROUTES,
         *taskprocessing.ROUTES,
-        *webhooks.ROUTES,
+        *webhooks_api.ROUTES,
         *appapi.ROUTES,
         *login.ROUTES,
         *dav.ROUTES,
-        *_with_index_php([appapi.PROXY_ROUTE, *notes.ROUTES, *deck.ROUTES]),
+        *_with_index_php([appapi.PROXY_ROUTE, *notes_api.ROUTES, *deck_api.ROUTES]),
     ]
     app = Starlette(
         routes=routes,

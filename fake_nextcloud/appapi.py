@@ -4,7 +4,8 @@ The lifecycle replays ``occ app_api:app:register`` on a ``manual_install`` daemo
 init, wait for progress 100, heartbeat, enable). The proxy matches routes exactly as AppAPI 32
 does (pattern searched case-insensitively in the path without its leading slash; a ``/`` in a
 pattern breaks PHP's delimiter so it never matches), and either buffers the whole upstream
-answer like the PHP proxy or streams it like HaRP.
+answer like the PHP proxy or streams it like HaRP. The ExApp record and the headers AppAPI signs
+requests with are in :mod:`fake_nextcloud.exapps`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -23,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .auth import ANONYMOUS, AuthFailed, Caller, NotLoggedIn, encode_pair, identify
+from .auth import ANONYMOUS, AuthFailed, Caller, NotLoggedIn, identify
+from .exapps import ExApp, crawler_client, signed_headers
 from .login import session_user
 from .outages import MaxDelayReached, max_delay_response
 from .responses import OcsError, ocs_response, random_request_id, request_params
@@ -31,7 +31,6 @@ from .responses import OcsError, ocs_response, random_request_id, request_params
 if TYPE_CHECKING:
     from .state import State
 
-AA_VERSION = "32.0.0"
 HOP_BY_HOP = frozenset(
     [
         "connection",
@@ -53,49 +52,6 @@ NOT_FOUND_PAGE = (
 
 class ExAppError(RuntimeError):
     """Registration or enabling of an ExApp failed."""
-
-
-@dataclass
-class ExApp:
-    app_id: str
-    url: str
-    secret: str
-    version: str
-    routes: list[dict]
-    host: str
-    proxy_mode: str = "buffered"
-    enabled: bool = False
-    init_progress: list[int] = field(default_factory=list)
-    init_error: str = ""
-    config: dict[str, str] = field(default_factory=dict)
-    preferences: dict[str, dict[str, str]] = field(default_factory=dict)
-    forms: dict[str, dict] = field(default_factory=dict)
-    proxied: Counter = field(default_factory=Counter)
-    logs: list[tuple[int, str]] = field(default_factory=list)
-
-
-def signed_headers(app: ExApp, user: str, request_id: str = "CLI", language: bool = True) -> dict[str, str]:
-    """The headers AppAPI signs a request to an ExApp with, in the order AppAPI sends them."""
-    headers = {
-        "aa-version": AA_VERSION,
-        "ex-app-id": app.app_id,
-        "ex-app-version": app.version,
-        "authorization-app-api": encode_pair(user, app.secret),
-        "aa-request-id": request_id,
-    }
-    if language:
-        headers["accept-language"] = "en"
-    return headers
-
-
-def crawler_client(timeout: float = 30.0) -> httpx.Client:
-    """An HTTP client that sends only what Nextcloud's server-side client sends (no Accept,
-    no Connection), identified as Nextcloud's crawler."""
-    client = httpx.Client(timeout=timeout)
-    for name in ("accept", "connection"):
-        del client.headers[name]
-    client.headers.update({"user-agent": "Nextcloud Server Crawler", "accept-encoding": "gzip"})
-    return client
 
 
 class ExAppManager:

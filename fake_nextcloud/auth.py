@@ -53,10 +53,6 @@ def decode_pair(value: str) -> tuple[str, str]:
     return user, secret
 
 
-def encode_pair(user: str, secret: str) -> str:
-    return base64.b64encode(f"{user}:{secret}".encode()).decode()
-
-
 def identify(conn: HTTPConnection, state: State) -> Caller:
     """Authenticate the request against the fake's users and registered ExApps."""
     headers = conn.headers

@@ -1,4 +1,5 @@
-"""Deck: boards, stacks, cards, labels and sharing through ACLs, with Deck 1.16's REST API.
+"""Deck: boards, stacks, cards, labels and sharing through ACLs, serialized as Deck 1.16's REST API
+answers them (the routes are in :mod:`fake_nextcloud.deck_api`).
 
 Deck publishes no webhook events on Nextcloud 32 (its card events are rejected by
 webhook_listeners), so apps must poll; ``State.deck_webhooks_supported`` simulates Deck 1.18,
@@ -11,20 +12,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-
-from .auth import requires_user
-from .groupware import Collection, DavObject
-from .responses import JsonError, json_response, php_json, random_request_id, request_params
-
-if TYPE_CHECKING:
-    from .state import State
+from .groupware import Collection, DavObject, Emit
+from .responses import JsonError
 
 DEFAULT_LABELS = (("Finished", "31CC7C"), ("To review", "317CCC"), ("Action needed", "FF7A66"), ("Later", "F1DB50"))
 DENIED = JsonError(403, {"status": 403, "message": "Permission denied"})
@@ -32,11 +26,11 @@ DECK_EVENT = "OCA\\Deck\\Event\\"
 CALENDAR_ID_OFFSET = 100_000
 
 
-def _etag(last_modified: int) -> str:
+def etag_of(last_modified: int) -> str:
     return hashlib.md5(str(last_modified).encode()).hexdigest()
 
 
-def _iso(value: str | None) -> str | None:
+def deck_date(value: str | None) -> str | None:
     """Deck answers dates as ``2026-12-31T12:00:00+00:00``."""
     if not value:
         return None
@@ -106,10 +100,14 @@ class Card:
 
 
 class Deck:
-    """All boards. Callers hold the state lock."""
+    """All boards. Callers hold the state lock.
 
-    def __init__(self, state: State) -> None:
-        self._state = state
+    ``webhooks_supported`` is asked at each card change, so a test can switch it at runtime."""
+
+    def __init__(self, emit: Emit, display_name: Callable[[str], str], webhooks_supported: Callable[[], bool]) -> None:
+        self._emit = emit
+        self._display_name = display_name
+        self._webhooks_supported = webhooks_supported
         self._ids = {kind: itertools.count(1) for kind in ("board", "stack", "card", "label", "acl")}
         self.boards: dict[int, Board] = {}
         self.stacks: dict[int, Stack] = {}
@@ -223,7 +221,7 @@ class Deck:
     def _apply(card: Card, fields: dict[str, Any]) -> None:
         for key, value in fields.items():
             if key == "duedate":
-                value = _iso(value)
+                value = deck_date(value)
             setattr(card, key, value)
 
     def _touch(self, card: Card | None = None, board: Board | None = None) -> None:
@@ -237,13 +235,13 @@ class Deck:
             board.last_modified = now
 
     def _card_event(self, name: str, actor: str, card: Card) -> None:
-        if self._state.deck_webhooks_supported:
-            self._state.emit(DECK_EVENT + name, actor, {"class": DECK_EVENT + name, "card": self.card_json(card)})
+        if self._webhooks_supported():
+            self._emit(DECK_EVENT + name, actor, {"class": DECK_EVENT + name, "card": self.card_json(card)})
 
     # ---- JSON as Deck serializes it --------------------------------------------------------
 
     def user_json(self, uid: str) -> dict:
-        return {"primaryKey": uid, "uid": uid, "displayname": self._state.display_name(uid), "type": 0}
+        return {"primaryKey": uid, "uid": uid, "displayname": self._display_name(uid), "type": 0}
 
     @staticmethod
     def label_json(label: Label, card_id: int | None = None) -> dict:
@@ -254,7 +252,7 @@ class Deck:
             "boardId": label.board_id,
             "cardId": card_id,
             "lastModified": 0,
-            "ETag": _etag(0),
+            "ETag": etag_of(0),
         }
 
     def card_json(self, card: Card, attachments: list | None = None) -> dict:
@@ -281,7 +279,7 @@ class Deck:
             "deletedAt": card.deleted_at,
             "commentsUnread": 0,
             "commentsCount": 0,
-            "ETag": _etag(card.last_modified),
+            "ETag": etag_of(card.last_modified),
             "overdue": self._overdue(card),
             "referenceData": None,
         }
@@ -311,7 +309,7 @@ class Deck:
         }
         if with_cards:
             data["cards"] = [self.card_json(c) for c in self.live_cards(stack)]
-        data.update(order=stack.order, ETag=_etag(stack.last_modified))
+        data.update(order=stack.order, ETag=etag_of(stack.last_modified))
         return data
 
     def board_stacks(self, board: Board) -> list[Stack]:
@@ -338,7 +336,7 @@ class Deck:
             deletedAt=board.deleted_at,
             lastModified=board.last_modified,
             settings={"notify-due": "assigned", "calendar": True},
-            ETag=_etag(board.last_modified),
+            ETag=etag_of(board.last_modified),
         )
         return data
 
@@ -400,189 +398,3 @@ class Deck:
             "END:VCALENDAR",
         ]
         return "\r\n".join(lines) + "\r\n"
-
-
-# ---- routes ---------------------------------------------------------------------------------
-
-
-def _answer(data: Any, uid: str, etag: str | None = None) -> Response:
-    headers = {"X-User-Id": uid}
-    if etag:
-        headers["ETag"] = f'"{etag}"'
-    return json_response(data, headers=headers)
-
-
-def _flag(value: Any) -> bool:
-    return value in (True, 1, "1", "true", "True")
-
-
-@requires_user
-async def boards(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    if request.method == "POST":
-        params = await request_params(request)
-        if not params.get("title"):
-            raise JsonError(400, {"status": 400, "message": "title must be provided"})
-        with nc.lock:
-            board = nc.deck.create_board(uid, params["title"], params.get("color", "0082c9"))
-            return _answer(nc.deck.board_json(board, uid), uid)
-    if "if-modified-since" in request.headers:
-        request_id = random_request_id()
-        raise JsonError(
-            500,
-            {
-                "status": 500,
-                "message": "Internal server error: Please contact the server administrator if this error "
-                f'reappears multiple times, please include the request ID "{request_id}" below in your report.',
-                "requestId": request_id,
-            },
-        )
-    details = _flag(request.query_params.get("details"))
-    with nc.lock:
-        data = [nc.deck.board_json(b, uid, details) for b in nc.deck.visible_boards(uid)]
-    return _answer(data, uid, hashlib.md5(php_json(data)).hexdigest())
-
-
-@requires_user
-async def board(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    board_id = request.path_params["board_id"]
-    with nc.lock:
-        if request.method == "GET":
-            b = nc.deck.board_for(uid, board_id)
-            return _answer(nc.deck.board_json(b, uid), uid, _etag(b.last_modified))
-        b = nc.deck.board_for(uid, board_id, "PERMISSION_MANAGE")
-    params = await request_params(request)
-    with nc.lock:
-        if request.method == "DELETE":
-            nc.deck.update_board(b, deleted_at=int(time.time()))
-        else:
-            fields = {k: params[k] for k in ("title", "color") if k in params}
-            nc.deck.update_board(b, archived=_flag(params.get("archived", b.archived)), **fields)
-        return _answer(nc.deck.board_json(b, uid), uid)
-
-
-@requires_user
-async def acl(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    params = await request_params(request)
-    with nc.lock:
-        b = nc.deck.board_for(uid, request.path_params["board_id"], "PERMISSION_SHARE")
-        if request.method == "DELETE":
-            entry = next((a for a in b.acl if a.id == request.path_params["acl_id"]), None)
-            if entry is None:
-                raise DENIED
-            b.acl.remove(entry)
-            return _answer(nc.deck.acl_json(entry), uid)
-        participant = params.get("participant", "")
-        if participant not in nc.users:
-            raise JsonError(400, {"status": 400, "message": "participant must be provided"})
-        entry = nc.deck.add_acl(
-            b,
-            participant,
-            _flag(params.get("permissionEdit")),
-            _flag(params.get("permissionShare")),
-            _flag(params.get("permissionManage")),
-        )
-        return _answer(nc.deck.acl_json(entry), uid)
-
-
-@requires_user
-async def stacks(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    params = await request_params(request)
-    with nc.lock:
-        if request.method == "POST":
-            b = nc.deck.board_for(uid, request.path_params["board_id"], "PERMISSION_MANAGE")
-            if not params.get("title"):
-                raise JsonError(400, {"status": 400, "message": "title must be provided"})
-            stack = nc.deck.create_stack(b, params["title"], int(params.get("order", 0)))
-            return _answer(nc.deck.stack_json(stack, with_cards=False), uid)
-        b = nc.deck.board_for(uid, request.path_params["board_id"])
-        return _answer([nc.deck.stack_json(s, with_cards=True) for s in nc.deck.board_stacks(b)], uid)
-
-
-@requires_user
-async def stack(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    with nc.lock:
-        s = nc.deck.stack_for(uid, request.path_params["stack_id"])
-        return _answer(nc.deck.stack_json(s, with_cards=True), uid)
-
-
-@requires_user
-async def cards(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    params = await request_params(request)
-    if not params.get("title"):
-        raise JsonError(400, {"status": 400, "message": "title must be provided"})
-    with nc.lock:
-        s = nc.deck.stack_for(uid, request.path_params["stack_id"], "PERMISSION_EDIT")
-        c = nc.deck.create_card(
-            uid,
-            s,
-            params["title"],
-            type=params.get("type", "plain"),
-            order=int(params.get("order", 999)),
-            description=params.get("description") or "",
-            duedate=params.get("duedate"),
-        )
-        return _answer(nc.deck.card_json(c, attachments=[]), uid)
-
-
-@requires_user
-async def card(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    card_id = request.path_params["card_id"]
-    if request.method == "GET":
-        with nc.lock:
-            c = nc.deck.card_for(uid, card_id, allow_deleted=True)
-            return _answer(nc.deck.card_json(c, attachments=[]), uid, _etag(c.last_modified))
-    params = await request_params(request)
-    with nc.lock:
-        c = nc.deck.card_for(uid, card_id, "PERMISSION_EDIT")
-        if request.method == "DELETE":
-            nc.deck.delete_card(uid, c)
-        else:
-            for required in ("title", "type", "owner"):
-                if not params.get(required):
-                    raise JsonError(400, {"status": 400, "message": f"{required} must be provided"})
-            nc.deck.update_card(
-                uid,
-                c,
-                title=params["title"],
-                type=params["type"],
-                owner=params["owner"],
-                description=params.get("description") or "",
-                order=int(params.get("order", 0)),
-                duedate=params.get("duedate"),
-                archived=_flag(params.get("archived", c.archived)),
-                done=_iso(params.get("done")),
-            )
-        return _answer(nc.deck.card_json(c, attachments=[]), uid)
-
-
-@requires_user
-async def card_label(request: Request) -> Response:
-    nc, uid = request.app.state.nc, request.state.user
-    params = await request_params(request)
-    with nc.lock:
-        c = nc.deck.card_for(uid, request.path_params["card_id"], "PERMISSION_EDIT")
-        nc.deck.set_label(uid, c, int(params.get("labelId", 0)), request.url.path.endswith("/assignLabel"))
-        return _answer(nc.deck.card_json(c, attachments=[]), uid)
-
-
-_BASE = "/apps/deck/api/v{version}/boards"
-_CARDS = _BASE + "/{board_id:int}/stacks/{stack_id:int}/cards"
-ROUTES = [
-    Route(_BASE, boards, methods=["GET", "POST"]),
-    Route(_BASE + "/{board_id:int}", board, methods=["GET", "PUT", "DELETE"]),
-    Route(_BASE + "/{board_id:int}/acl", acl, methods=["POST"]),
-    Route(_BASE + "/{board_id:int}/acl/{acl_id:int}", acl, methods=["DELETE"]),
-    Route(_BASE + "/{board_id:int}/stacks", stacks, methods=["GET", "POST"]),
-    Route(_BASE + "/{board_id:int}/stacks/{stack_id:int}", stack, methods=["GET"]),
-    Route(_CARDS, cards, methods=["POST"]),
-    Route(_CARDS + "/{card_id:int}", card, methods=["GET", "PUT", "DELETE"]),
-    Route(_CARDS + "/{card_id:int}/assignLabel", card_label, methods=["PUT"]),
-    Route(_CARDS + "/{card_id:int}/removeLabel", card_label, methods=["PUT"]),
-]

@@ -14,25 +14,16 @@ from __future__ import annotations
 
 import html
 import secrets
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-if TYPE_CHECKING:
-    from .state import State
+from .state import Session, State
 
 SESSION_COOKIE = "oc_session"
 DEFAULT_PAGE = "/index.php/apps/dashboard/"
-
-
-@dataclass
-class Session:
-    csrf: str
-    user: str | None = None
 
 
 def session_user(conn: HTTPConnection, state: State) -> str | None:

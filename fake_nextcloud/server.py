@@ -16,9 +16,9 @@ from typing import Any, Self
 import uvicorn
 
 from .app import create_app
-from .appapi import ExApp, ExAppManager, signed_headers
-from .auth import encode_pair
+from .appapi import ExAppManager
 from .dav_groupware import ADDRESSBOOKS, CALENDARS, validate
+from .exapps import ExApp, encode_pair, signed_headers
 from .files import Generated, Node
 from .groupware import Collection
 from .state import State

@@ -10,18 +10,14 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .deck import Deck
+from .exapps import ExApp
 from .files import FileStore
 from .groupware import Groupware
 from .notes import Notes
 from .outages import Maintenance, Throttler
 from .webhooks import Webhooks
-
-if TYPE_CHECKING:
-    from .appapi import ExApp
-    from .login import Session
 
 
 @dataclass
@@ -31,6 +27,14 @@ class User:
     password: str
     admin: bool = False
     email: str | None = None
+
+
+@dataclass
+class Session:
+    """A browser session (:mod:`fake_nextcloud.login`), by cookie in :attr:`State.sessions`."""
+
+    csrf: str
+    user: str | None = None
 
 
 class State:
@@ -44,11 +48,18 @@ class State:
         self.maintenance = Maintenance()  # occ maintenance:mode: 503 everywhere, webhook worker stopped
         self.throttler = Throttler()
         file_ids = itertools.count(1)
-        self.webhooks = Webhooks(self, delay=webhook_delay)
+        self.webhooks = Webhooks(
+            lock=self.lock,
+            apps=self.apps,
+            maintenance=self.maintenance,
+            display_name=self.display_name,
+            deck_webhooks_supported=lambda: self.deck_webhooks_supported,
+            delay=webhook_delay,
+        )
         self.files = FileStore(self.emit, lambda: next(file_ids))
         self.groupware = Groupware(self.emit, self.display_name)
-        self.deck = Deck(self)
-        self.notes = Notes(self)
+        self.deck = Deck(self.emit, self.display_name, lambda: self.deck_webhooks_supported)
+        self.notes = Notes(self.files)
 
     def add_user(
         self,

@@ -1,4 +1,5 @@
-"""webhook_listeners: registration API, event filtering, and a background delivery worker.
+"""webhook_listeners: registrations, event filtering, and a background delivery worker (the OCS
+registration API is in :mod:`fake_nextcloud.webhooks_api`).
 
 Real deliveries are background jobs: late, possibly duplicated, out of order, or never run.
 The worker reproduces that on demand (:meth:`Webhooks.pause`, :meth:`drop_next`,
@@ -16,22 +17,17 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
-from .appapi import crawler_client, signed_headers
-from .auth import Caller, NotLoggedIn, identify
+from .exapps import ExApp, crawler_client, signed_headers
 from .files import NODE_EVENT
 from .groupware import CALENDAR_EVENT
-from .responses import OcsError, ocs_response, php_json, request_params
-
-if TYPE_CHECKING:
-    from .state import State
+from .outages import Maintenance
+from .responses import OcsError, php_json
 
 _NODE_EVENTS = ("Created", "Written", "Deleted", "Renamed", "Copied", "Touched", "Read")
 ACCEPTED_EVENTS = frozenset(
@@ -134,10 +130,26 @@ def filter_matches(event_filter: dict, payload: dict) -> bool:
 
 
 class Webhooks:
-    """Registered webhooks and the delivery worker with its test controls."""
+    """Registered webhooks and the delivery worker with its test controls.
 
-    def __init__(self, state: State, delay: float = 0.05) -> None:
-        self._state = state
+    ``lock`` guards ``apps`` (the registered ExApps, by id, that deliveries are signed for);
+    ``deck_webhooks_supported`` is asked at each registration, so a test can switch it at runtime."""
+
+    def __init__(
+        self,
+        *,
+        lock: threading.RLock,
+        apps: dict[str, ExApp],
+        maintenance: Maintenance,
+        display_name: Callable[[str], str],
+        deck_webhooks_supported: Callable[[], bool],
+        delay: float = 0.05,
+    ) -> None:
+        self._lock = lock
+        self._apps = apps
+        self._maintenance = maintenance
+        self._display_name = display_name
+        self._deck_webhooks_supported = deck_webhooks_supported
         self.delay = delay
         self.duplicate = False
         self.shuffle = False
@@ -162,7 +174,7 @@ class Webhooks:
     ) -> Webhook:
         """Validate and store a webhook (a new one, or a replacement for ``hook_id``)."""
         event = str(params.get("event", ""))
-        accepted = ACCEPTED_EVENTS | (DECK_EVENTS if self._state.deck_webhooks_supported else frozenset())
+        accepted = ACCEPTED_EVENTS | (DECK_EVENTS if self._deck_webhooks_supported() else frozenset())
         if event not in accepted:
             raise OcsError(400, f"Class {event} is not a valid webhook compatible event")
         method = str(params.get("httpMethod", "")).upper()
@@ -198,7 +210,7 @@ class Webhooks:
     def dispatch(self, event_class: str, actor: str, event: dict) -> None:
         """Queue one job per matching webhook, as webhook_listeners does when the event fires."""
         event = event if "class" in event else {**event, "class": event_class}
-        user = {"uid": actor, "displayName": self._state.display_name(actor)}
+        user = {"uid": actor, "displayName": self._display_name(actor)}
         payload = {"event": event, "user": user, "time": int(time.time())}
         body = php_json(payload, hex_tag=False)
         with self._cond:
@@ -282,7 +294,7 @@ class Webhooks:
             while not self._stopping:
                 now = time.monotonic()
                 wait: float | None = None
-                if self._queue and not self._paused and not self._state.maintenance.on:
+                if self._queue and not self._paused and not self._maintenance.on:
                     settle = self._last_enqueue + self.delay - now if self.shuffle else 0.0
                     due = [j for j in self._queue if j.due <= now]
                     if due and settle <= 0:
@@ -306,9 +318,9 @@ class Webhooks:
                         self._cond.notify_all()
 
     def _deliver(self, client: httpx.Client, job: _Job) -> None:
-        with self._state.lock:
+        with self._lock:
             hook = self.hooks.get(job.webhook_id)
-            app = self._state.apps.get(hook.app_id) if hook and hook.app_id else None
+            app = self._apps.get(hook.app_id) if hook and hook.app_id else None
         if hook is None:
             return
         headers: dict[str, str] = {}
@@ -327,63 +339,3 @@ class Webhooks:
             record.error = f"{type(exc).__name__}: {exc}"
         with self._cond:
             self.deliveries.append(record)
-
-
-# ---- OCS API ----------------------------------------------------------------------------------
-
-
-def _manager(request: Request) -> tuple[State, Caller]:
-    """webhook_listeners is for admins and ExApps only."""
-    nc = request.app.state.nc
-    caller = identify(request, nc)
-    if caller.app_id:
-        return nc, caller
-    if not caller.user:
-        raise NotLoggedIn()
-    if not nc.users[caller.user].admin:
-        raise OcsError(403, "Logged in account must be an admin")
-    return nc, caller
-
-
-async def webhooks_collection(request: Request) -> Response:
-    nc, caller = _manager(request)
-    if request.method == "GET":
-        uri = request.query_params.get("uri")
-        with nc.lock:
-            data = [h.json() for h in nc.webhooks.hooks.values() if uri is None or h.uri == uri]
-        return ocs_response(request, data)
-    params = await request_params(request)
-    with nc.lock:
-        hook = nc.webhooks.register(app_id=caller.app_id, user_id=None if caller.app_id else caller.user, params=params)
-        return ocs_response(request, hook.json())
-
-
-async def webhook_item(request: Request) -> Response:
-    nc, _caller = _manager(request)
-    hook_id = request.path_params["hook_id"]
-    params = await request_params(request) if request.method == "POST" else {}
-    with nc.lock:
-        hook = nc.webhooks.hooks.get(hook_id)
-        if hook is None:
-            raise OcsError(404, "Webhook not found")
-        if request.method == "GET":
-            return ocs_response(request, hook.json())
-        if request.method == "DELETE":
-            del nc.webhooks.hooks[hook_id]
-            return ocs_response(request, True)
-        updated = nc.webhooks.register(app_id=hook.app_id, user_id=hook.user_id, params=params, hook_id=hook_id)
-        return ocs_response(request, updated.json())
-
-
-async def webhooks_by_app(request: Request) -> Response:
-    nc, _ = _manager(request)
-    with nc.lock:
-        return ocs_response(request, nc.webhooks.unregister_app(request.path_params["app_id"]))
-
-
-_BASE = "/ocs/v{v:int}.php/apps/webhook_listeners/api/v1/webhooks"
-ROUTES = [
-    Route(_BASE, webhooks_collection, methods=["GET", "POST"]),
-    Route(_BASE + "/byappid/{app_id}", webhooks_by_app, methods=["DELETE"]),
-    Route(_BASE + "/{hook_id:int}", webhook_item, methods=["GET", "POST", "DELETE"]),
-]

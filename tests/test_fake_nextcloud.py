@@ -6,6 +6,7 @@ Each test talks HTTP to a running fake. Where a recording exists, the answer is 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import json
@@ -692,3 +693,42 @@ def test_headers_to_exclude_only_as_an_array_as_appapi_32_stores_it() -> None:
 
     assert _excluded_headers({"headers_to_exclude": ["cookie"]}) == ["cookie"]
     assert _excluded_headers({"headers_to_exclude": '["cookie"]'}) == []
+
+
+def _fake_nextcloud_imports() -> dict[str, set[str]]:
+    """Each fake_nextcloud module and the package modules it imports, TYPE_CHECKING imports included."""
+    package = Path(__file__).resolve().parents[1] / "fake_nextcloud"
+    modules = {path.stem for path in package.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name in modules:
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse((package / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:  # from .x import y / from . import x, y
+                imported |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fake_nextcloud."):
+                imported.add(node.module.split(".")[1])
+            elif isinstance(node, ast.ImportFrom) and node.module == "fake_nextcloud":
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[1] for a in node.names if a.name.startswith("fake_nextcloud.")}
+        graph[name] = (imported & modules) - {name}
+    return graph
+
+
+def test_the_fake_nextcloud_modules_import_each_other_without_a_cycle() -> None:
+    """Models (files, groupware, deck, notes, webhooks, exapps) take what they use as arguments and
+    never import ``state``; only route modules and the server that drives it do (docs/adr/0012)."""
+    graph = _fake_nextcloud_imports()
+    assert {"state", "deck", "deck_api", "webhooks", "exapps"} <= set(graph)  # the parse found the package
+
+    def reachable(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reach = {name: reachable(name) for name in graph}
+    cycles = {frozenset(n for n in reach[m] if m in reach[n]) for m in graph if m in reach[m]}
+    assert not cycles, [sorted(cycle) for cycle in cycles]

@@ -27,11 +27,11 @@ from typing import Any
 
 import httpx
 import pytest
+from stack import APP_ID, Stack
 
-from fake_nextcloud.appapi import signed_headers
+from fake_nextcloud.exapps import signed_headers
 from fake_nextcloud.files import Generated
 from fake_nextcloud.seed import event_ics, vcard
-from stack import APP_ID, Stack
 
 ALICE, BOB = "alice", "bob"
 CANARY = ("Project Phoenix billing migration", "Project plan.md")  # seeded for alice in both profiles
