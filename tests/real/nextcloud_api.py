@@ -5,6 +5,7 @@ Works against any Nextcloud that answers these APIs: the real one of the real ti
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
@@ -16,6 +17,26 @@ DECK = "/index.php/apps/deck/api/v1.0"
 NOTES = "/index.php/apps/notes/api/v1/notes"
 
 
+class RetryWhenSQLiteIsLocked(httpx.HTTPTransport):
+    """nc-kit runs Nextcloud on SQLite: under concurrent writes (the app indexing, the webhook
+    worker, cron, the test) a request now and then fails with 500 "database is locked" and its
+    transaction is rolled back. A user's client tries again, and so do the tests, a few times, so
+    that the test server's lock contention is not reported as the app's failure."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        for attempt in range(1, 5):
+            response = super().handle_request(request)
+            if response.status_code != 500 or attempt == 4:
+                return response
+            response.read()
+            if b"database is locked" not in response.content:
+                return response
+            response.close()
+            print(f"Nextcloud's SQLite was locked for {request.method} {request.url.path}: retrying ({attempt})")
+            time.sleep(0.3 * attempt)
+        raise AssertionError("unreachable")
+
+
 class NextcloudUser:
     def __init__(self, base_url: str, user: str, app_password: str) -> None:
         self.user = user
@@ -23,6 +44,7 @@ class NextcloudUser:
         # No cookie jar: with Nextcloud's session cookie a request counts as a browser's and WebDAV
         # then demands a CSRF token ("CSRF check not passed"); API clients send credentials alone.
         self.http = httpx.Client(base_url=self.base_url, auth=(user, app_password), timeout=60,
+                                 transport=RetryWhenSQLiteIsLocked(),
                                  event_hooks={"response": [lambda response: self.http.cookies.clear()]})
 
     def close(self) -> None:
