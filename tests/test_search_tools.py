@@ -21,6 +21,8 @@ from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData
 from scripted_model import ANSWER_TEXT, ScriptedModel
 from stack import APP_ID, Stack
 
+from semantic_mcp.tools import TOOL_SCOPES
+
 
 def today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
@@ -271,6 +273,16 @@ async def test_write_tools_need_the_write_scope(stack: Stack) -> None:
         assert (await stack.status("bob"))["enabled"] is True  # nothing was deleted
     finally:
         stack.fake.set_admin_setting(APP_ID, "default_scopes", "semantic:read, semantic:write")
+
+
+async def test_every_tool_the_server_offers_has_its_scope_decided(stack: Stack) -> None:
+    async def listed() -> set[str]:  # with both scopes (the settings may still be coming back from a test)
+        async with stack.client("alice") as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+        return names if names >= {"nc_enable_vector_sync", "nc_disable_vector_sync"} else set()
+
+    names = await stack.eventually(listed, timeout=10)
+    assert names == set(TOOL_SCOPES), names ^ set(TOOL_SCOPES)
 
 
 async def test_forged_replayed_or_stolen_request_state_is_refused(stack: Stack) -> None:

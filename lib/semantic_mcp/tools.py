@@ -168,8 +168,8 @@ class ScopeGuard:
         scopes = found.scopes if found else frozenset()
         if ctx.method == "tools/call":
             name = (ctx.params or {}).get("name")
-            needed = TOOL_SCOPES.get(str(name))
-            if needed is not None and needed not in scopes:
+            needed = TOOL_SCOPES.get(str(name), READ_SCOPE)  # a tool nobody classified needs a scope too
+            if needed not in scopes:
                 log.info("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)
                 return CallToolResult(
                     content=[TextContent(type="text", text=f"Permission denied: {name} needs the {needed} scope")],
