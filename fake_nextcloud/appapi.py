@@ -434,7 +434,7 @@ async def declarative_value(request: Request) -> Response:
     params = await request_params(request)
     with nc.lock:
         if not nc.users[caller.user].admin:
-            raise OcsError(403, "Logged in account must be a sub admin")
+            raise OcsError(403)  # an empty message, as the real OCS envelope has
         app = nc.apps.get(str(params.get("app", "")))
         form_id, field_id = str(params.get("formId", "")), str(params.get("fieldId", ""))
         form = app.forms.get(form_id) if app else None
