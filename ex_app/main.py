@@ -33,7 +33,7 @@ from semantic_mcp.tools import Principal, build_server
 
 from .appapi import AppAPIAuth, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
 from .oauth_http import BearerGuard, OAuthHTTP
-from .settings_form import ADMIN_FORM, FORM_ID, PERSONAL_FORM_ID, personal_form
+from .settings_form import ADMIN_FORM, personal_form
 from .upkeep import (
     SELF_CHECK_PATH,
     WEBHOOK_PATH,
@@ -139,10 +139,10 @@ def create_app() -> FastAPI:
     app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))  # added last, so it runs first
     app.state.engine = engine
 
+    forms = [ADMIN_FORM, personal_form(oauth.issuer)]
+
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
-        if enabled:
-            return await _on_enable(nc, engine, [ADMIN_FORM, personal_form(oauth.issuer)])
-        return await _on_disable(nc, engine)
+        return await (_on_enable(nc, engine, forms) if enabled else _on_disable(nc, engine, forms))
 
     set_handlers(app, enabled_handler, default_init=False, map_app_static=False)
 
@@ -217,7 +217,7 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Settings
     return ""
 
 
-async def _on_disable(nc: AsyncNextcloudApp, engine: Engine) -> str:
+async def _on_disable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:
     # From now on AppAPI refuses our calls, and an unregister forgets the app as soon as we answer:
     # send nothing more (a secret it forgot must not be tried after a restart either), and let the
     # requests already on their way finish first, so none arrives as a failed login.
@@ -228,11 +228,11 @@ async def _on_disable(nc: AsyncNextcloudApp, engine: Engine) -> str:
         await _remove_webhooks(nc)
     except NextcloudException as exc:
         problems.append(f"webhooks: {exc}")
-    for form_id in (FORM_ID, PERSONAL_FORM_ID):
+    for form in forms:
         try:
-            await nc.ui.settings.unregister_form(form_id)
+            await nc.ui.settings.unregister_form(form.id)
         except NextcloudException as exc:
-            problems.append(f"settings form {form_id}: {exc}")
+            problems.append(f"settings form {form.id}: {exc}")
     return "; ".join(problems)
 
 

@@ -135,15 +135,19 @@ class McpHarness:
     def admin_auth(self) -> tuple[str, str]:
         return ("admin", self.app_password("admin"))
 
-    def set_admin_field(self, field_id: str, value: Any) -> None:
-        """Change one field of the app's admin settings form exactly as the admin page does."""
-        response = httpx.post(
+    def save_admin_field(self, user: str, field_id: str, value: Any) -> httpx.Response:
+        """The call the admin settings page makes when ``user`` changes one field of the app's form."""
+        return httpx.post(
             f"{self.nextcloud_url}/ocs/v2.php/settings/api/declarative/value",
             json={"app": APP_ID, "formId": ADMIN_FORM_ID, "fieldId": field_id, "value": value},
             headers={"OCS-APIRequest": "true", "Accept": "application/json"},
-            auth=self.admin_auth(),
+            auth=(user, self.app_password(user)),
             timeout=30,
         )
+
+    def set_admin_field(self, field_id: str, value: Any) -> None:
+        """Change one field of the app's admin settings form exactly as the admin page does."""
+        response = self.save_admin_field("admin", field_id, value)
         assert response.status_code == 200, (response.status_code, response.text)
 
     def settings_forms(self, user: str) -> list[dict[str, Any]]:

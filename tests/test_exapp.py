@@ -9,8 +9,6 @@ import pytest
 
 from stack import APP_ID, Stack
 
-from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
-
 
 def test_registration_reported_real_init_progress_and_registered_what_it_needs(stack: Stack) -> None:
     progress = stack.fake.init_progress(APP_ID)
@@ -154,10 +152,5 @@ def test_only_admins_see_and_save_the_admin_form_and_users_see_the_personal_one(
     user who is not an admin gets an OCS 403 saving any declarative value."""
     assert [form["section_type"] for form in stack.settings_forms("alice")] == ["personal"]
     assert {form["section_type"] for form in stack.settings_forms("admin")} == {"admin", "personal"}
-    refused = httpx.post(
-        f"{stack.nextcloud_url}/ocs/v2.php/settings/api/declarative/value",
-        json={"app": APP_ID, "formId": ADMIN_FORM_ID, "fieldId": "index_notes", "value": False},
-        headers={"OCS-APIRequest": "true", "Accept": "application/json"},
-        auth=("alice", stack.app_password("alice")), timeout=30,
-    )
+    refused = stack.save_admin_field("alice", "index_notes", False)
     assert refused.status_code == 403 and refused.json()["ocs"]["meta"]["message"] == ""

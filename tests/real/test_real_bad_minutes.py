@@ -17,10 +17,11 @@ from realstack import RealStack
 
 def put(real: RealStack, folder: str, n: int, tag: str) -> dict[str, str]:
     """``n`` short text files over WebDAV as alice; returns location -> content."""
-    files = {}
+    alice, files = real.user("alice"), {}
     for i in range(n):
-        files[f"/{folder}/{tag}-{i:02d}.txt"] = report_text(tag, i)
-        real.user("alice").put_file(f"{folder}/{tag}-{i:02d}.txt", files[f"/{folder}/{tag}-{i:02d}.txt"])
+        location = f"/{folder}/{tag}-{i:02d}.txt"
+        files[location] = report_text(tag, i)
+        alice.put_file(location, files[location])
     return files
 
 
@@ -58,11 +59,16 @@ async def test_maintenance_window(real: RealStack) -> None:
 async def test_kill_while_indexing_then_restart(real: RealStack) -> None:
     alice = real.user("alice")
     alice.mkdir("Crash")
-    # Written while the test watches: the app is killed once some of them are indexed and some
-    # not (a fast machine indexes each file within a second of its event, so waiting for the
-    # writes to finish first could miss the moment).
+    # Written while the test watches: the app is killed with tasks queued once some files are
+    # indexed and some not (a fast machine indexes each file within a second of its event, so
+    # waiting for the writes to finish first could miss the moment).
     writing = asyncio.create_task(asyncio.to_thread(put, real, "Crash", 20, "first"))
-    await real.eventually(lambda: 0 < len(real.indexed_files("alice", "/Crash/")) < 20, timeout=60, interval=0.1)
+
+    def under_way() -> bool:
+        indexed = len(real.indexed_files("alice", "/Crash/"))
+        return 0 < indexed < 20 and real.db_rows("SELECT COUNT(*) FROM tasks")[0][0] > 0
+
+    await real.eventually(under_way, timeout=60, interval=0.1)
     real.exapp.kill()  # SIGKILL while indexing
     first = await writing
     while_down = put(real, "Crash", 6, "down")  # deliveries fail ("Couldn't connect") and are not retried

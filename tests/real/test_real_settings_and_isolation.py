@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 import pytest
 
-from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
-from fake_nextcloud.exapp_process import APP_ID
 from realstack import RealStack
 from scripted_model import ScriptedModel
 
@@ -121,10 +118,5 @@ def test_only_admins_see_and_save_the_admin_form_and_a_user_cannot_save_any_decl
     who is not a (sub-)admin gets 403 saving any declarative value, a personal form's included."""
     assert [form["section_type"] for form in real.settings_forms("alice")] == ["personal"]
     assert {form["section_type"] for form in real.settings_forms("admin")} == {"admin", "personal"}
-    refused = httpx.post(
-        f"{real.nextcloud_url}/ocs/v2.php/settings/api/declarative/value",
-        json={"app": APP_ID, "formId": ADMIN_FORM_ID, "fieldId": "index_notes", "value": False},
-        headers={"OCS-APIRequest": "true", "Accept": "application/json"},
-        auth=("alice", real.app_password("alice")), timeout=30,
-    )
+    refused = real.save_admin_field("alice", "index_notes", False)
     assert refused.status_code == 403 and refused.json()["ocs"]["meta"]["message"] == ""
