@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .clock import Clock
 from .groupware import Collection, DavObject, Emit
 from .responses import JsonError
 
@@ -104,8 +104,11 @@ class Deck:
 
     ``webhooks_supported`` is asked at each card change, so a test can switch it at runtime."""
 
-    def __init__(self, emit: Emit, display_name: Callable[[str], str], webhooks_supported: Callable[[], bool]) -> None:
+    def __init__(
+        self, emit: Emit, display_name: Callable[[str], str], webhooks_supported: Callable[[], bool], clock: Clock
+    ) -> None:
         self._emit = emit
+        self.clock = clock
         self._display_name = display_name
         self._webhooks_supported = webhooks_supported
         self._ids = {kind: itertools.count(1) for kind in ("board", "stack", "card", "label", "acl")}
@@ -161,7 +164,7 @@ class Deck:
         return stack
 
     def create_board(self, owner: str, title: str, color: str = "0082c9") -> Board:
-        board = Board(next(self._ids["board"]), title, owner, color, int(time.time()))
+        board = Board(next(self._ids["board"]), title, owner, color, int(self.clock.time()))
         board.labels = [Label(next(self._ids["label"]), t, c, board.id) for t, c in DEFAULT_LABELS]
         self.boards[board.id] = board
         return board
@@ -181,13 +184,13 @@ class Deck:
         return acl
 
     def create_stack(self, board: Board, title: str, order: int = 0) -> Stack:
-        stack = Stack(next(self._ids["stack"]), title, board.id, order, int(time.time()))
+        stack = Stack(next(self._ids["stack"]), title, board.id, order, int(self.clock.time()))
         self.stacks[stack.id] = stack
         self._touch(board=board)
         return stack
 
     def create_card(self, actor: str, stack: Stack, title: str, **fields: Any) -> Card:
-        now = int(time.time())
+        now = int(self.clock.time())
         card = Card(next(self._ids["card"]), title, stack.id, actor, now, now)
         self._apply(card, fields)
         self.cards[card.id] = card
@@ -202,7 +205,7 @@ class Deck:
         return card
 
     def delete_card(self, actor: str, card: Card) -> Card:
-        card.deleted_at = int(time.time())
+        card.deleted_at = int(self.clock.time())
         self._touch(card=card)
         self._card_event("CardDeletedEvent", actor, card)
         return card
@@ -225,7 +228,7 @@ class Deck:
             setattr(card, key, value)
 
     def _touch(self, card: Card | None = None, board: Board | None = None) -> None:
-        now = int(time.time())
+        now = int(self.clock.time())
         if card is not None:
             card.last_modified = now
             stack = self.stacks[card.stack_id]
@@ -284,12 +287,11 @@ class Deck:
             "referenceData": None,
         }
 
-    @staticmethod
-    def _overdue(card: Card) -> int:
+    def _overdue(self, card: Card) -> int:
         if not card.duedate:
             return 0
         due = datetime.fromisoformat(card.duedate)
-        now = datetime.now(UTC)
+        now = self.clock.now()
         if due < now:
             return 3
         days = (due.date() - now.date()).days

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from .clock import Clock
 from .exapps import ExApp, crawler_client, signed_headers
 from .files import NODE_EVENT
 from .groupware import CALENDAR_EVENT
@@ -143,6 +144,7 @@ class Webhooks:
         maintenance: Maintenance,
         display_name: Callable[[str], str],
         deck_webhooks_supported: Callable[[], bool],
+        clock: Clock,
         delay: float = 0.05,
     ) -> None:
         self._lock = lock
@@ -150,6 +152,7 @@ class Webhooks:
         self._maintenance = maintenance
         self._display_name = display_name
         self._deck_webhooks_supported = deck_webhooks_supported
+        self.clock = clock
         self.delay = delay
         self.duplicate = False
         self.shuffle = False
@@ -211,7 +214,7 @@ class Webhooks:
         """Queue one job per matching webhook, as webhook_listeners does when the event fires."""
         event = event if "class" in event else {**event, "class": event_class}
         user = {"uid": actor, "displayName": self._display_name(actor)}
-        payload = {"event": event, "user": user, "time": int(time.time())}
+        payload = {"event": event, "user": user, "time": int(self.clock.time())}
         body = php_json(payload, hex_tag=False)
         with self._cond:
             for hook in self.hooks.values():

@@ -37,8 +37,8 @@ def clock() -> Clock:
 def make_server(path: Path, clock: Clock, public_url: str = PUBLIC_URL,
                 settings: AdminSettings | None = None) -> AuthorizationServer:
     store = OAuthStore(path / "oauth.db")
-    return AuthorizationServer(store, ClientRegistry(store), lambda: settings or AdminSettings(), public_url,
-                               "semantic_mcp", clock=clock)
+    return AuthorizationServer(store, ClientRegistry(store, clock=clock), lambda: settings or AdminSettings(),
+                               public_url, "semantic_mcp", clock=clock)
 
 
 @pytest.fixture
@@ -111,8 +111,8 @@ async def test_a_token_minted_for_another_resource_is_refused(tmp_path: Path, cl
 async def test_the_admin_narrowing_scopes_narrows_tokens_already_issued(tmp_path: Path, clock: Clock) -> None:
     settings = {"now": AdminSettings()}
     store = OAuthStore(tmp_path / "oauth.db")
-    server = AuthorizationServer(store, ClientRegistry(store), lambda: settings["now"], PUBLIC_URL, "semantic_mcp",
-                                 clock=clock)
+    server = AuthorizationServer(store, ClientRegistry(store, clock=clock), lambda: settings["now"], PUBLIC_URL,
+                                 "semantic_mcp", clock=clock)
     _, answer = await tokens(server)
     settings["now"] = AdminSettings(oauth_scopes=(READ_SCOPE,))
     assert server.verify(answer["access_token"]).scopes == {READ_SCOPE}

@@ -545,7 +545,7 @@ def test_event_in_its_own_time_zone_with_recurrence() -> None:
 
 def test_all_day_event_spanning_days() -> None:
     text = ics("DTSTART;VALUE=DATE:20261224", "DTEND;VALUE=DATE:20261227", "SUMMARY:Holidays")
-    doc = document_from_ics("alice", "p/h.ics", text, "e", "P", 0)
+    doc = document_from_ics("alice", "p/h.ics", text, "e", "P", 0, now=datetime(2026, 12, 9, tzinfo=UTC))
     assert isinstance(doc, SourceDocument)
     assert "When: Thu 24 Dec 2026 – Sat 26 Dec 2026 (all day)" in doc.text
     assert doc.event_start == int(datetime(2026, 12, 24, tzinfo=UTC).timestamp())
@@ -564,7 +564,7 @@ def test_all_day_event_spanning_days() -> None:
     ],
 )
 def test_unusable_icalendar_is_skipped(text: str, reason: str) -> None:
-    doc = document_from_ics("alice", "p/x.ics", text, '"e"', "P", 0)
+    doc = document_from_ics("alice", "p/x.ics", text, '"e"', "P", 0, now=datetime(2026, 12, 9, tzinfo=UTC))
     assert isinstance(doc, Skipped) and doc.reason.startswith(reason) and doc.version == "e"
 
 

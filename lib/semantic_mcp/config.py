@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from .clock import Clock
 from .documents import DOC_TYPES, DocType
 
 READ_SCOPE = "semantic:read"
@@ -29,6 +30,7 @@ class Deployment:
     search_fusion: str = "calibrated"  # SEARCH_FUSION: calibrated (measured best) or rrf (reciprocal rank fusion)
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
+    clock: Clock = field(default_factory=Clock)  # APP_CLOCK_SHIFT_SECONDS: tests only (see clock.py)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
@@ -41,6 +43,7 @@ class Deployment:
             log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
             search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
             nextcloud_ai_recheck_seconds=float(env.get("NEXTCLOUD_AI_RECHECK_SECONDS") or 300.0),
+            clock=Clock.from_env(env),
         )
 
 

@@ -50,6 +50,7 @@ class Engine:
         public_url: str | None = None,
     ) -> None:
         self.deployment = deployment
+        self.clock = deployment.clock
         self.nc = nc
         self.settings = settings
         self._list_users = list_users
@@ -142,6 +143,7 @@ class Engine:
                 excluded_paths=settings.excluded_paths,
                 excluded_tag=settings.excluded_tag,
                 index_examples=settings.index_nextcloud_examples,
+                clock=self.clock,
             )
             self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
             if self._sources_key is not None:
