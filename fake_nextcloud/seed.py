@@ -2,7 +2,8 @@
 
 ``demo`` is a small but realistic account of each kind of object the app indexes (notes with
 categories, text/Markdown/HTML/PDF/DOCX files, a Deck board, events including recurring and
-time-zoned ones, vCards); ``minimal`` is one of each. Dates are relative to the fake's clock (or
+time-zoned ones, vCards); ``minimal`` is one of each; ``calendar`` is ``minimal`` with all of
+alice's events (for the tests that run on shifted clocks, which need few documents). Dates are relative to the fake's clock (or
 the ``now`` given), so "the dentist appointment next week" is always next week; the instant used
 is kept as ``fake.seeded_at`` for tests to measure from. Alice shares one file with bob.
 """
@@ -131,10 +132,12 @@ def days_from(now: datetime, days: int, hour: int, tz: timezone | ZoneInfo | Non
 
 def seed(fake: FakeNextcloud, profile: str = "demo", now: datetime | None = None) -> datetime:
     """Returns the instant the content is placed around (also ``fake.seeded_at``)."""
-    if profile not in ("demo", "minimal"):
+    if profile not in ("demo", "minimal", "calendar"):
         raise ValueError(f"unknown seed profile {profile!r}")
     now = fake.seeded_at = now or fake.clock.now()
     _alice(fake, profile == "demo", now)
+    if profile == "calendar":
+        _alice_more_events(fake, now)
     _bob(fake, profile == "demo", now)
     return now
 
@@ -267,14 +270,32 @@ def _alice(fake: FakeNextcloud, full: bool, now: datetime) -> None:
         labels=("To review",),
     )
     fake.create_card(u, done, "Set up staging server", "Staging runs on the new cluster.", labels=("Finished",))
-    fake.put_calendar_object(
+    _alice_more_events(fake, now)
+    fake.put_contact(
         u,
+        "contacts",
+        "dave.vcf",
+        vcard("dave-0001", "Dave Miller", "dave@example.test", "Miller Plumbing", "Fixed the kitchen sink; reliable."),
+    )
+    fake.put_contact(
+        u,
+        "contacts",
+        "erin.vcf",
+        vcard("erin-0001", "Erin Schmidt", "erin@example.test", "Nextcloud GmbH", "Partner manager for the pilot."),
+    )
+
+
+def _alice_more_events(fake: FakeNextcloud, now: datetime) -> None:
+    """A past, a recurring and a time-zoned event beside the dentist next week."""
+    at = partial(days_from, now)
+    fake.put_calendar_object(
+        "alice",
         "personal",
         "dentist-last-year.ics",
         event_ics("dentist-last-year@example.test", "Dentist appointment", at(-365, 14), 30, "Filling replaced"),
     )
     fake.put_calendar_object(
-        u,
+        "alice",
         "personal",
         "weekly-team-meeting.ics",
         event_ics(
@@ -287,7 +308,7 @@ def _alice(fake: FakeNextcloud, full: bool, now: datetime) -> None:
         ),
     )
     fake.put_calendar_object(
-        u,
+        "alice",
         "personal",
         "berlin-workshop.ics",
         event_ics(
@@ -298,18 +319,6 @@ def _alice(fake: FakeNextcloud, full: bool, now: datetime) -> None:
             "Hands-on workshop on semantic search",
             "Alexanderplatz 1, Berlin",
         ),
-    )
-    fake.put_contact(
-        u,
-        "contacts",
-        "dave.vcf",
-        vcard("dave-0001", "Dave Miller", "dave@example.test", "Miller Plumbing", "Fixed the kitchen sink; reliable."),
-    )
-    fake.put_contact(
-        u,
-        "contacts",
-        "erin.vcf",
-        vcard("erin-0001", "Erin Schmidt", "erin@example.test", "Nextcloud GmbH", "Partner manager for the pilot."),
     )
 
 

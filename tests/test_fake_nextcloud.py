@@ -13,6 +13,7 @@ import json
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
@@ -186,6 +187,7 @@ def test_ocs_user_capabilities_and_auth(fake_nc: FakeNextcloud) -> None:  # noqa
 # ---- Notes and Deck -------------------------------------------------------------------------------
 
 
+@pytest.mark.clock_sensitive
 def test_notes_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: F811
     with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
         notes = alice.get("/index.php/apps/notes/api/v1/notes")
@@ -196,7 +198,7 @@ def test_notes_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: 
         assert '"internalPath":"\\/Notes\\/Work' in notes.text  # PHP escapes slashes
         one = alice.get(f"/apps/notes/api/v1/notes/{note['id']}")
         assert one.headers["etag"] == f'"{note["etag"]}"'
-        stubs = alice.get("/index.php/apps/notes/api/v1/notes", params={"pruneBefore": int(time.time()) + 60})
+        stubs = alice.get("/index.php/apps/notes/api/v1/notes", params={"pruneBefore": int(fake_nc.clock.time()) + 60})
         assert all(n.keys() == {"id"} for n in stubs.json())
         status, _, body = recorded("bob_notes_get_alice")
         denied = bob.get(f"/index.php/apps/notes/api/v1/notes/{note['id']}")
@@ -210,6 +212,7 @@ def test_notes_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: 
         assert created.json()["id"] == file_id and fake_nc.read_file("alice", "Notes/Groceries.md") == b"milk"
 
 
+@pytest.mark.clock_sensitive
 def test_deck_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: F811
     with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
         boards = alice.get("/index.php/apps/deck/api/v1.0/boards", params={"details": "true"})
@@ -220,6 +223,9 @@ def test_deck_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: F
         assert stacks[0].keys() == recorded_json("deck_stacks")[0].keys()
         card = stacks[0]["cards"][0]
         assert card.keys() == recorded_json("deck_card").keys() and card["labels"][0]["cardId"] == card["id"]
+        # Deck's overdue flag, on the fake's clock: 3 once due, 0 while more than a day away
+        overdue = {c["title"]: c["overdue"] for stack in stacks for c in stack.get("cards") or []}
+        assert overdue["Book launch venue"] == 3 and overdue["Write release notes"] == 0
         wrong_board = alice.get(f"/index.php/apps/deck/api/v1.0/boards/999/stacks/1/cards/{card['id']}")
         assert wrong_board.status_code == 200 and wrong_board.headers["etag"] == f'"{card["ETag"]}"'
         status, _headers, body = recorded("bob_deck_card_alice")
@@ -276,8 +282,9 @@ def test_webdav_propfind_get_and_errors(fake_nc: FakeNextcloud) -> None:  # noqa
         assert tail.status_code == 206 and len(tail.content) == 10
 
 
+@pytest.mark.clock_sensitive
 def test_webdav_search_move_trash_restore(fake_nc: FakeNextcloud) -> None:  # noqa: F811
-    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    since = (fake_nc.clock.now() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = f"""<d:searchrequest xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:basicsearch>
       <d:select><d:prop><oc:fileid/><d:getlastmodified/><d:getetag/><d:getcontenttype/></d:prop></d:select>
       <d:from><d:scope><d:href>/files/alice</d:href><d:depth>infinity</d:depth></d:scope></d:from>
@@ -332,6 +339,22 @@ def test_share_and_revoke(fake_nc: FakeNextcloud) -> None:  # noqa: F811
 # ---- CalDAV and CardDAV -------------------------------------------------------------------------------
 
 
+def calendar_query(dav: httpx.Client, url: str, day: date) -> httpx.Response:
+    """The events of ``url`` that overlap the UTC day ``day`` (recurrences included)."""
+    window = f'start="{day:%Y%m%d}T000000Z" end="{day + timedelta(days=1):%Y%m%d}T000000Z"'
+    return dav.request(
+        "REPORT",
+        url,
+        headers={"Depth": "1"},
+        content=(
+            '<cal:calendar-query xmlns:d="DAV:" xmlns:cal="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/>'
+            '<cal:calendar-data/></d:prop><cal:filter><cal:comp-filter name="VCALENDAR"><cal:comp-filter name="VEVENT">'
+            f"<cal:time-range {window}/></cal:comp-filter></cal:comp-filter></cal:filter></cal:calendar-query>"
+        ),
+    )
+
+
+@pytest.mark.clock_sensitive
 def test_caldav_and_carddav(fake_nc: FakeNextcloud) -> None:  # noqa: F811
     props = (
         b'<d:propfind xmlns:d="DAV:" xmlns:cs="http://calendarserver.org/ns/" xmlns:cal="urn:ietf:params:xml:ns:caldav">'
@@ -339,7 +362,9 @@ def test_caldav_and_carddav(fake_nc: FakeNextcloud) -> None:  # noqa: F811
         b"<cal:supported-calendar-component-set/></d:prop></d:propfind>"
     )
     sync = '<d:sync-collection xmlns:d="DAV:"><d:sync-token>{}</d:sync-token><d:sync-level>1</d:sync-level><d:prop><d:getetag/></d:prop></d:sync-collection>'
-    event = (WIRE / "http" / "event1.ics").read_text()
+    # The recorded event, moved to a day the seed leaves free (it is placed around its own clock)
+    free_day = fake_nc.seeded_at.date() + timedelta(days=3)
+    event = (WIRE / "http" / "event1.ics").read_text().replace("20261201T", f"{free_day:%Y%m%d}T")
     with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
         home = alice.request("PROPFIND", "/remote.php/dav/calendars/alice/", headers={"Depth": "1"}, content=props)
         reference = dict(zip(hrefs(recorded("caldav_calendars")[2]), shape(recorded("caldav_calendars")[2])))
@@ -362,21 +387,14 @@ def test_caldav_and_carddav(fake_nc: FakeNextcloud) -> None:  # noqa: F811
             for r in ET.fromstring(delta.content).findall("d:response", NS)
         }
         assert statuses == {url + "test-event-0001.ics": None, url + "dentist-last-year.ics": "HTTP/1.1 404 Not Found"}
-        query = alice.request(
-            "REPORT",
-            url,
-            headers={"Depth": "1"},
-            content=(
-                b'<cal:calendar-query xmlns:d="DAV:" xmlns:cal="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/>'
-                b'<cal:calendar-data/></d:prop><cal:filter><cal:comp-filter name="VCALENDAR"><cal:comp-filter name="VEVENT">'
-                b'<cal:time-range start="20261201T000000Z" end="20261202T000000Z"/></cal:comp-filter></cal:comp-filter>'
-                b"</cal:filter></cal:calendar-query>"
-            ),
-        )
+        query = calendar_query(alice, url, free_day)
         assert (
             shape(query.content) == shape(recorded("caldav_report")[2])[:1]
             and b"Acceptance test meeting" in query.content
         )
+        # A week after the seed's day: the dentist, and the weekly meeting that began two weeks before
+        next_week = calendar_query(alice, url, fake_nc.seeded_at.date() + timedelta(days=7))
+        assert set(hrefs(next_week.content)) == {url + "dentist-next-week.ics", url + "weekly-team-meeting.ics"}
         assert alice.put(url + "broken.ics", content="BEGIN:VCALENDAR\nnot ical").status_code == 415
         fake_nc.put_raw_calendar_object("alice", "personal", "broken.ics", "BEGIN:VCALENDAR\nnot ical")
         assert alice.get(url + "broken.ics").status_code == 200
