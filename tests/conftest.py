@@ -1,8 +1,9 @@
 """Shared fixtures. ``stack`` (one per test session) is the real ExApp registered with a seeded fake Nextcloud.
 
 ``clock_start`` is the instant the fake Nextcloud's clock (and so the seed's "now") starts at: today,
-unless a test is marked ``clock_sensitive``; such a test runs once for each of :data:`CLOCK_STARTS`.
-``dated_stack`` is the same for a whole stack: the app runs on the fake's clock.
+unless a test is marked ``clock_sensitive``; such a test runs once for each of ``CLOCK_STARTS`` and
+``WEEK_AHEAD`` (fixtures_fake_nextcloud.py). ``dated_stack`` is the same for a whole stack, on
+``CLOCK_STARTS`` only (each is a stack of its own): the app runs on the fake's clock.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from fixtures_fake_nextcloud import CLOCK_STARTS, clock_start, fake_nc  # noqa: E402,F401  (re-exported fixtures)
+from fixtures_fake_nextcloud import (  # noqa: E402,F401  (re-exported fixtures)
+    CLOCK_STARTS, WEEK_AHEAD, clock_id, clock_start, fake_nc,
+)
 from fake_nextcloud.clock import Clock  # noqa: E402
 from stack import Stack  # noqa: E402
 
@@ -62,11 +65,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked ``clock_sensitive`` run on today's clock and on each shifted one (issue 14)."""
     if not metafunc.definition.get_closest_marker("clock_sensitive"):
         return
-    ids = [start.strftime("%Y-%m-%dT%H:%M") if start else "today" for start in CLOCK_STARTS]
-    if "dated_stack" in metafunc.fixturenames:
-        metafunc.parametrize("dated_stack", CLOCK_STARTS, indirect=True, ids=ids, scope="session")
+    if "dated_stack" in metafunc.fixturenames:  # a stack per clock: the fixed instants only
+        metafunc.parametrize("dated_stack", CLOCK_STARTS, indirect=True, ids=clock_id, scope="session")
     elif "clock_start" in metafunc.fixturenames:
-        metafunc.parametrize("clock_start", CLOCK_STARTS, indirect=True, ids=ids)
+        metafunc.parametrize("clock_start", CLOCK_STARTS + WEEK_AHEAD, indirect=True, ids=clock_id)
     else:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} is clock_sensitive but uses no clock: "
                                 "take dated_stack, or clock_start (fake_nc does)")
