@@ -120,12 +120,8 @@ class Deck:
 
     def permissions(self, uid: str, board: Board) -> dict[str, bool] | None:
         if board.owner == uid:
-            return {
-                "PERMISSION_READ": True,
-                "PERMISSION_EDIT": True,
-                "PERMISSION_MANAGE": True,
-                "PERMISSION_SHARE": True,
-            }
+            return {"PERMISSION_READ": True, "PERMISSION_EDIT": True, "PERMISSION_MANAGE": True,
+                    "PERMISSION_SHARE": True}
         acl = next((a for a in board.acl if a.participant == uid), None)
         if acl is None:
             return None
@@ -358,16 +354,8 @@ class Deck:
 
     def calendar(self, uid: str, board: Board) -> Collection:
         """The board's read-only calendar as ``uid`` sees it: one VTODO per card with a due date."""
-        cal = Collection(
-            CALENDAR_ID_OFFSET + board.id,
-            uid,
-            f"app-generated--deck--board-{board.id}",
-            f"Deck: {board.title}",
-            "deck",
-            ("VTODO",),
-            sync_token=None,
-            read_only=True,
-        )
+        cal = Collection(CALENDAR_ID_OFFSET + board.id, uid, f"app-generated--deck--board-{board.id}",
+                         f"Deck: {board.title}", "deck", ("VTODO",), sync_token=None, read_only=True)
         for stack in self.board_stacks(board):
             for card in self.live_cards(stack):
                 if card.duedate:

@@ -499,16 +499,10 @@ class FileStore:
         (current.add if assigned else current.discard)(tag_id)
         node.etag = self._file_etag(node) if not node.is_dir else self._dir_etag()
         verb = "assignTags" if assigned else "unassignTags"
-        self._emit(
-            "OCP\\SystemTag\\MapperEvent",
-            actor,
-            {
-                "eventType": f"OCP\\SystemTag\\ISystemTagObjectMapper::{verb}",
-                "objectType": "files",
-                "objectId": str(file_id),
-                "tagIds": [tag_id],
-            },
-        )
+        self._emit("OCP\\SystemTag\\MapperEvent", actor, {
+            "eventType": f"OCP\\SystemTag\\ISystemTagObjectMapper::{verb}", "objectType": "files",
+            "objectId": str(file_id), "tagIds": [tag_id],
+        })
         self._emit(
             "OCP\\SystemTag\\TagAssignedEvent" if assigned else "OCP\\SystemTag\\TagUnassignedEvent",
             actor,

@@ -29,15 +29,9 @@ from fake_nextcloud.server import ServerThread
 from tests.fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
 
 WIRE = Path(__file__).resolve().parents[1].parent / "shared" / "nextcloud-32-wire"
-NS = {
-    "d": "DAV:",
-    "oc": "http://owncloud.org/ns",
-    "nc": "http://nextcloud.org/ns",
-    "cal": "urn:ietf:params:xml:ns:caldav",
-    "cs": "http://calendarserver.org/ns/",
-    "card": "urn:ietf:params:xml:ns:carddav",
-    "s": "http://sabredav.org/ns",
-}
+NS = {"d": "DAV:", "oc": "http://owncloud.org/ns", "nc": "http://nextcloud.org/ns", "s": "http://sabredav.org/ns",
+      "cal": "urn:ietf:params:xml:ns:caldav", "cs": "http://calendarserver.org/ns/",
+      "card": "urn:ietf:params:xml:ns:carddav"}
 NODE = "OCP\\Files\\Events\\Node\\"
 FILE_PROPS = (
     b'<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns" xmlns:nc="http://nextcloud.org/ns">'
@@ -56,11 +50,8 @@ ROUTES = [
 def recorded(name: str) -> tuple[int, dict[str, str], bytes]:
     lines = (WIRE / "http" / f"{name}.headers").read_text().splitlines()
     headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
-    return (
-        int(lines[0].split()[1]),
-        {k.lower(): v for k, v in headers.items()},
-        (WIRE / "http" / f"{name}.body").read_bytes(),
-    )
+    body = (WIRE / "http" / f"{name}.body").read_bytes()
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
 
 
 def recorded_json(name: str):
@@ -101,15 +92,8 @@ class StubExApp:
 
         async def record(request: Request) -> Response:
             body = await request.body()
-            self.received.append(
-                {
-                    "method": request.method,
-                    "path": request.url.path,
-                    "query": request.url.query,
-                    "headers": dict(request.headers),
-                    "body": body,
-                }
-            )
+            self.received.append({"method": request.method, "path": request.url.path, "query": request.url.query,
+                                  "headers": dict(request.headers), "body": body})
             path = request.url.path
             if path == "/init":
                 return JSONResponse({}, background=BackgroundTask(self._report_progress))
@@ -129,13 +113,8 @@ class StubExApp:
 
     async def _report_progress(self) -> None:
         auth = base64.b64encode(f":{self.secret}".encode()).decode()
-        headers = {
-            "AUTHORIZATION-APP-API": auth,
-            "EX-APP-ID": self.app_id,
-            "EX-APP-VERSION": self.version,
-            "AA-VERSION": "32.0.0",
-            "OCS-APIRequest": "true",
-        }
+        headers = {"AUTHORIZATION-APP-API": auth, "EX-APP-ID": self.app_id, "EX-APP-VERSION": self.version,
+                   "AA-VERSION": "32.0.0", "OCS-APIRequest": "true"}
         async with httpx.AsyncClient() as http:
             for progress in (30, 100):
                 await http.put(

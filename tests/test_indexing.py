@@ -21,7 +21,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ import httpx
 import pytest
 from stack import APP_ID, Stack
 
-from fake_nextcloud import FakeNextcloud
 from fake_nextcloud.exapps import signed_headers
 from fake_nextcloud.files import Generated
 from fake_nextcloud.seed import days_from, event_ics, vcard
@@ -204,11 +202,6 @@ def contact_id(uri: str) -> str:
     return f"contact:contacts/{uri}"
 
 
-def at(fake: FakeNextcloud, days: int, hour: int) -> datetime:
-    """``hour`` o'clock, ``days`` after the day of ``fake``'s clock (which its stack's app shares)."""
-    return days_from(fake.clock.now(), days, hour)
-
-
 def set_setting(stack: Stack, key: str, value: str) -> None:
     stack.fake.set_admin_setting(APP_ID, key, value)
 
@@ -347,7 +340,7 @@ async def test_calendar_event_create_edit_retitle_delete_restore_by_webhooks(sta
     fake = stack.fake
     before = await indexed_count(stack, ALICE, "calendar_event")
     uri = "glimwick-recital.ics"
-    start = at(fake, 12, 18)
+    start = days_from(fake.clock.now(), 12, 18)  # the fake's clock, which the app shares
 
     def ics(summary: str, description: str) -> str:
         return event_ics("glimwick@example.test", summary, start, 90, description, "Old Town Hall")
@@ -410,7 +403,8 @@ def _burst(fake: Any) -> dict[str, int]:
     fake.delete_note(ALICE, ids["n_gone"])
 
     def event(uri: str, summary: str, description: str) -> None:
-        fake.put_calendar_object(ALICE, "personal", uri, event_ics(uri + "@x", summary, at(fake, 30, 9), 60, description))
+        start = days_from(fake.clock.now(), 30, 9)
+        fake.put_calendar_object(ALICE, "personal", uri, event_ics(uri + "@x", summary, start, 60, description))
 
     event("kelp-1.ics", "Glimmerkelp dive", "Dive at the pelagrine reef.")
     event("kelp-1.ics", "Glimmerkelp night dive", "Dive at the lumenfold reef.")
@@ -539,7 +533,7 @@ async def _note_by_reconciliation(stack: Stack) -> None:
 async def _calendar_by_reconciliation(stack: Stack) -> None:
     fake = stack.fake
     before = await indexed_count(stack, ALICE, "calendar_event")
-    uri, start = "plumbob-fair.ics", at(fake, 20, 15)
+    uri, start = "plumbob-fair.ics", days_from(fake.clock.now(), 20, 15)
 
     def put(summary: str, description: str) -> None:
         fake.put_calendar_object(ALICE, "personal", uri, event_ics("plumbob-fair@x", summary, start, 60, description))

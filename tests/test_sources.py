@@ -516,10 +516,8 @@ def ics(*lines: str) -> str:
 
 def test_event_in_its_own_time_zone_with_recurrence() -> None:
     text = ics(
-        "DTSTART;TZID=Europe/Berlin:20261207T100000",
-        "DTEND;TZID=Europe/Berlin:20261207T113000",
-        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20270301T000000Z",
-        "SUMMARY:Team sync",
+        "DTSTART;TZID=Europe/Berlin:20261207T100000", "DTEND;TZID=Europe/Berlin:20261207T113000",
+        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20270301T000000Z", "SUMMARY:Team sync",
         "LOCATION:Room 4\\, 2nd floor",
         "ORGANIZER;CN=Bob Boss:mailto:bob@example.test",
         "ATTENDEE;CN=Carol:mailto:carol@example.test",

@@ -87,12 +87,8 @@ def _timestamp(value: str | None, *, end_of_day: bool) -> int | None:
 
 
 def _explicit_filters(
-    doc_types: list[DocType] | None,
-    modified_after: str | None,
-    modified_before: str | None,
-    event_after: str | None,
-    event_before: str | None,
-    path_prefix: str | None,
+    doc_types: list[DocType] | None, modified_after: str | None, modified_before: str | None,
+    event_after: str | None, event_before: str | None, path_prefix: str | None,
 ) -> SearchFilters:
     return SearchFilters(
         doc_types=list(doc_types) if doc_types else None,
