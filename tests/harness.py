@@ -22,7 +22,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version
+from fake_nextcloud.appinfo import app_version
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 
 SUBJECTS = ["otter", "glacier", "violin", "lantern", "cactus", "harbour", "comet", "falcon", "meadow", "tunnel"]
 PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Bergen", "Tbilisi", "Hobart", "Tromso", "Cusco", "Dakar"]

@@ -10,7 +10,8 @@ import asyncio
 from pathlib import Path
 
 from fake_nextcloud import FakeNextcloud, seed
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version, routes_from_info_xml
+from fake_nextcloud.appinfo import app_version, routes_from_info_xml
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 from harness import McpHarness
 
 __all__ = ["APP_ID", "PUBLIC_HOST", "Stack"]

@@ -19,7 +19,7 @@ import pytest
 from harness import report_text
 from stack import APP_ID, PUBLIC_HOST, Stack
 
-from fake_nextcloud.exapp_process import app_version, routes_from_info_xml
+from fake_nextcloud.appinfo import app_version, routes_from_info_xml
 
 ALICE = "alice"
 APP_ADDRESS = "127.0.0.1"

@@ -1,4 +1,4 @@
-"""A real Nextcloud 32.0.1 for the test suite, from ``../shared/nextcloud-32-server/nc-kit``.
+"""A real Nextcloud 34.0.1 for the test suite, from ``../shared/nextcloud-34-server/nc-kit``.
 
 Set up once per machine (PHP from Debian's packages on first use, ~1 min), then reset from a
 pristine copy at the start of every test run, so runs do not see each other's leftovers. The
@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-KIT = Path(os.environ.get("NC_KIT") or REPO.parent / "shared" / "nextcloud-32-server" / "nc-kit")
+KIT = Path(os.environ.get("NC_KIT") or REPO.parent / "shared" / "nextcloud-34-server" / "nc-kit")
 USERS = ("admin", "alice", "bob")
 
 

@@ -1,4 +1,4 @@
-"""Indexing on a real Nextcloud 32: changes made through Nextcloud's own APIs reach search.
+"""Indexing on a real Nextcloud 34: changes made through Nextcloud's own APIs reach search.
 
 Notes, files and calendar events arrive through real webhook_listeners deliveries; Deck cards,
 contacts and shares (for their recipient) have no events on Nextcloud 32 and arrive through

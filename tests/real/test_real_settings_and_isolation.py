@@ -1,4 +1,4 @@
-"""The admin settings page and user isolation on a real Nextcloud 32.
+"""The admin settings page and user isolation on a real Nextcloud 34.
 
 Settings are changed with the OCS call the admin page itself makes
 (``POST /ocs/v2.php/settings/api/declarative/value``); a real server stores an unticked checkbox
