@@ -201,7 +201,7 @@ def _appapi_called(health: NextcloudHealth) -> Callable[[str], None]:
 
 async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:
     """Register the settings forms and webhooks; returns an error the admin can read, or ""."""
-    engine.health.confirmed_by_appapi()
+    engine.health.enabled_by_appapi()
     problems: list[str] = []
     for form in forms:
         try:
@@ -222,7 +222,7 @@ async def _on_disable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Setting
     # From now on AppAPI refuses our calls, and an unregister forgets the app as soon as we answer:
     # send nothing more (a secret it forgot must not be tried after a restart either), and let the
     # requests already on their way finish first, so none arrives as a failed login.
-    engine.health.app_disabled()
+    engine.health.app_disabled(until_enabled=True)
     await engine.health.drained()
     problems = []
     try:

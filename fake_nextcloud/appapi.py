@@ -200,7 +200,7 @@ def _count_attempt(nc: State, remote: str, status: int, protected: list[int]) ->
 
 
 def _excluded_headers(route: dict) -> list[str]:
-    """The headers a route keeps from the ExApp. AppAPI 32.0.0 honours only a JSON *array* given at
+    """The headers a route keeps from the ExApp. AppAPI 32.0.0 and 34.0.0 honour only a JSON *array* given at
     registration; a string (as info.xml's ``<headers_to_exclude>["cookie"]</headers_to_exclude>``
     arrives, and as ``--json-info`` may pass it) is stored as ``[]`` (``ExAppMapper::registerExAppRoutes``)."""
     value = route.get("headers_to_exclude") or []

@@ -79,7 +79,7 @@ class FakeNextcloud:
         *,
         passwords: dict[str, str] | None = None,
         webhook_delay: float = 0.05,
-        deck_webhooks_supported: bool = False,
+        deck_webhooks_supported: bool = True,
         proxy_timeout: float = 300.0,
         init_timeout: float = 60.0,
     ) -> None:

@@ -38,7 +38,7 @@ class Session:
 
 
 class State:
-    def __init__(self, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = False) -> None:
+    def __init__(self, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = True) -> None:
         self.lock = threading.RLock()
         self.base_url = ""
         self.users: dict[str, User] = {}

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 from fake_nextcloud import FakeNextcloud, seed
-from fake_nextcloud.appinfo import app_version, routes_from_info_xml
+from fake_nextcloud.appinfo import app_version, deploy_env_from_info_xml, routes_from_info_xml
 from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 from harness import McpHarness
 
@@ -25,7 +25,8 @@ class Stack(McpHarness):
         self.fake = FakeNextcloud(webhook_delay=0.02)
         self.workdir = workdir
         self.profile = profile
-        self.env = {"SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        # The environment an app-store install deploys from info.xml (AppAPI 34's quirks included), then the test's.
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO", **(env or {})}
         self.exapp: ExAppProcess | None = None
 
     @property

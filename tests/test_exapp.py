@@ -7,6 +7,7 @@ import base64
 import httpx
 import pytest
 
+from fake_nextcloud.exapps import AA_VERSION
 from stack import APP_ID, Stack
 
 
@@ -82,7 +83,7 @@ def test_heartbeat_is_open_and_mcp_has_no_trailing_slash_redirect(stack: Stack) 
     # Asked on the app's own port (the proxy would not forward "mcp/"): no redirect to another path,
     # whose Location would be wrong outside the proxy path.
     signed = {"authorization-app-api": base64.b64encode(f"alice:{stack.exapp.secret}".encode()).decode(),
-              "ex-app-id": APP_ID, "ex-app-version": "0.1.0", "aa-version": "32.0.0"}
+              "ex-app-id": APP_ID, "ex-app-version": "0.1.0", "aa-version": AA_VERSION}
     for path in ("/mcp", "/mcp/"):
         response = httpx.post(f"{stack.exapp.url}{path}", headers=signed, json={}, follow_redirects=False)
         assert response.status_code not in (301, 302, 307, 308), (path, response.headers.get("location"))

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -127,6 +128,13 @@ class RealNextcloud:
         if check and result.returncode != 0:
             raise RuntimeError(f"occ {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
         return result.stdout
+
+    def ocs(self, method: str, path: str, user: str = "admin") -> Any:
+        """An OCS call as ``user`` (app password); returns the answer's ``ocs.data``."""
+        response = httpx.request(method, self.url + path, params={"format": "json"}, timeout=30,
+                                 auth=(user, self.app_password(user)), headers={"OCS-APIRequest": "true"})
+        response.raise_for_status()
+        return response.json()["ocs"]["data"]
 
     def pending_webhook_jobs(self) -> int:
         out = self.occ("background-job:list", "--class", "OCA\\WebhookListeners\\BackgroundJobs\\WebhookCall",

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from fake_nextcloud.appinfo import json_info
+from fake_nextcloud.appinfo import deploy_env_from_info_xml, json_info
 from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, free_port
 from harness import McpHarness
 from kit import RealNextcloud
@@ -27,7 +27,8 @@ class RealStack(McpHarness):
         self.nc = nc
         self.workdir = workdir
         self.port = free_port()
-        self.env = {"SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        # The environment an app-store install deploys from info.xml, then the test's.
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO", **(env or {})}
         self.exapp: ExAppProcess | None = None
         self._users: dict[str, NextcloudUser] = {}
         self.dirty = True  # False while Nextcloud and the storage are exactly as saved
