@@ -19,7 +19,7 @@ def test_registration_reported_real_init_progress_and_registered_what_it_needs(s
     events = {hook.event.rsplit("\\", 1)[-1] for hook in hooks}
     assert {"NodeWrittenEvent", "NodeRenamedEvent", "NodeDeletedEvent", "BeforeNodeDeletedEvent",
             "CalendarObjectCreatedEvent", "CalendarObjectMovedToTrashEvent"} <= events
-    assert not any("Deck" in hook.event for hook in hooks)  # refused with 400 on Deck < 1.18: polled instead
+    assert {"CardCreatedEvent", "CardUpdatedEvent", "CardDeletedEvent"} <= events  # Deck 1.18 (Nextcloud 34)
     assert all(hook.uri.startswith("/") for hook in hooks)  # relative: delivered through AppAPI as the user
     forms = stack.fake.settings_forms(APP_ID)
     assert any(form["section_type"] == "admin" for form in forms.values())
@@ -96,15 +96,18 @@ def test_no_credentials_in_the_logs(stack: Stack) -> None:
     assert stack.exapp.secret not in log
 
 
-def test_disable_and_enable_remove_and_restore_registrations(tmp_path) -> None:
+def test_disable_and_enable_remove_and_restore_registrations_and_an_older_deck_is_polled(tmp_path) -> None:
     own = Stack(tmp_path, profile="minimal").start()
     try:
         assert any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
         own.fake.disable_exapp(APP_ID)
         assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
         assert not own.fake.settings_forms(APP_ID)
+        own.fake.deck_webhooks_supported = False  # Deck 1.16, as on Nextcloud 32: its card events are refused
         own.fake.enable_exapp(APP_ID)
-        assert any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
+        events = {h.event.rsplit("\\", 1)[-1] for h in own.fake.webhooks.hooks.values() if h.app_id == APP_ID}
+        assert "NodeWrittenEvent" in events and not any(event.startswith("Card") for event in events)
+        assert "polling Deck instead" in own.log()
         assert own.fake.settings_forms(APP_ID)
         own.fake.unregister_exapp(APP_ID)
         assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
