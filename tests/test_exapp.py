@@ -158,3 +158,20 @@ def test_only_admins_see_and_save_the_admin_form_and_users_see_the_personal_one(
     assert {form["section_type"] for form in stack.settings_forms("admin")} == {"admin", "personal"}
     refused = stack.save_admin_field("alice", "index_notes", False)
     assert refused.status_code == 403 and refused.json()["ocs"]["meta"]["message"] == ""
+
+
+async def test_a_deck_card_arrives_changes_and_goes_through_deck_events(stack: Stack) -> None:
+    """Deck 1.18 (Nextcloud 34) sends card events; reconciliation is 15 minutes away on this stack."""
+    fake, log_before = stack.fake, len(stack.log())
+    card_id = fake.create_card("alice", fake.create_stack("alice", fake.create_board("alice", "Wombats"), "To do"),
+                               "Wombat burrow", "Dig the glimmerfern tunnel.")
+
+    async def found(query: str, title: str) -> bool:
+        return title in await stack.titles("alice", query)
+
+    await stack.eventually(lambda: found("glimmerfern tunnel", "Wombat burrow"), timeout=30)
+    fake.update_card("alice", card_id, title="Wombat den", description="Line the den with brindleweed.")
+    await stack.eventually(lambda: found("brindleweed den", "Wombat den"), timeout=30)
+    fake.delete_card("alice", card_id)
+    await stack.eventually(lambda: _negated(found("brindleweed den", "Wombat den")), timeout=30)
+    assert "Reconciliation deck_card" not in stack.log()[log_before:]

@@ -30,15 +30,9 @@ from tests.fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
 
 WIRE = Path(__file__).resolve().parents[1].parent / "shared" / "nextcloud-32-wire"
 RECORDED_34 = Path(__file__).resolve().parent / "recordings" / "nextcloud-34"  # recorded on 34.0.1 (README)
-NS = {
-    "d": "DAV:",
-    "oc": "http://owncloud.org/ns",
-    "nc": "http://nextcloud.org/ns",
-    "cal": "urn:ietf:params:xml:ns:caldav",
-    "cs": "http://calendarserver.org/ns/",
-    "card": "urn:ietf:params:xml:ns:carddav",
-    "s": "http://sabredav.org/ns",
-}
+NS = {"d": "DAV:", "oc": "http://owncloud.org/ns", "nc": "http://nextcloud.org/ns", "s": "http://sabredav.org/ns",
+      "cal": "urn:ietf:params:xml:ns:caldav", "cs": "http://calendarserver.org/ns/",
+      "card": "urn:ietf:params:xml:ns:carddav"}
 NODE = "OCP\\Files\\Events\\Node\\"
 FILE_PROPS = (
     b'<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns" xmlns:nc="http://nextcloud.org/ns">'
@@ -104,15 +98,8 @@ class StubExApp:
 
         async def record(request: Request) -> Response:
             body = await request.body()
-            self.received.append(
-                {
-                    "method": request.method,
-                    "path": request.url.path,
-                    "query": request.url.query,
-                    "headers": dict(request.headers),
-                    "body": body,
-                }
-            )
+            self.received.append({"method": request.method, "path": request.url.path, "query": request.url.query,
+                                  "headers": dict(request.headers), "body": body})
             path = request.url.path
             if path == "/init":
                 return JSONResponse({}, background=BackgroundTask(self._report_progress))
@@ -132,20 +119,12 @@ class StubExApp:
 
     async def _report_progress(self) -> None:
         auth = base64.b64encode(f":{self.secret}".encode()).decode()
-        headers = {
-            "AUTHORIZATION-APP-API": auth,
-            "EX-APP-ID": self.app_id,
-            "EX-APP-VERSION": self.version,
-            "AA-VERSION": AA_VERSION,
-            "OCS-APIRequest": "true",
-        }
+        headers = {"AUTHORIZATION-APP-API": auth, "EX-APP-ID": self.app_id, "EX-APP-VERSION": self.version,
+                   "AA-VERSION": AA_VERSION, "OCS-APIRequest": "true"}
         async with httpx.AsyncClient() as http:
             for progress in (30, 100):
-                await http.put(
-                    f"{self.fake.url}/ocs/v1.php/apps/app_api/ex-app/status?format=json",
-                    json={"progress": progress, "error": ""},
-                    headers=headers,
-                )
+                await http.put(f"{self.fake.url}/ocs/v1.php/apps/app_api/ex-app/status?format=json",
+                               json={"progress": progress, "error": ""}, headers=headers)
 
     def register(self) -> None:
         self.fake.register_exapp(self.app_id, self.server.url, self.secret, self.version, ROUTES)
@@ -420,13 +399,8 @@ def _register(nc: FakeNextcloud, event: str, uri: str, as_app: str | None = None
 
 def test_webhook_registration_and_event_quirks(registered: StubExApp) -> None:
     nc = registered.fake
-    for name in (
-        "NodeCreatedEvent",
-        "NodeWrittenEvent",
-        "NodeRenamedEvent",
-        "BeforeNodeDeletedEvent",
-        "NodeDeletedEvent",
-    ):
+    for name in ("NodeCreatedEvent", "NodeWrittenEvent", "NodeRenamedEvent", "BeforeNodeDeletedEvent",
+                 "NodeDeletedEvent"):
         assert _register(nc, NODE + name, f"/webhook/{name}", as_app=registered.app_id).status_code == 200
     _register(nc, "OCP\\Calendar\\Events\\CalendarObjectMovedToTrashEvent", f"{registered.server.url}/public/cal")
     registrations = json.loads((RECORDED_34 / "webhook_registration.json").read_text())
