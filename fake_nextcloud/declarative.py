@@ -30,7 +30,7 @@ def php_string(value: object) -> str:
 
 async def declarative_forms(request: Request) -> Response:
     """What a settings page loads: every form the caller may see, each field with its value.
-    As Nextcloud 32's ``DeclarativeManager::getFormsWithValues``: admin forms only for admins,
+    As Nextcloud 32's and 34's ``DeclarativeManager::getFormsWithValues``: admin forms only for admins,
     ExApp values from AppAPI's app config (admin) or the user's preferences (personal), highest
     priority first."""
     nc: State = request.app.state.nc
@@ -56,7 +56,7 @@ async def declarative_forms(request: Request) -> Response:
 async def declarative_value(request: Request) -> Response:
     """What the admin settings page sends when a field changes (as admin). For an ExApp's form the
     value lands in AppAPI's app config as a string; an unticked checkbox is stored as ``""``.
-    Nextcloud 32.0.1 answers 403 to anyone else, even for a personal form: the settings app's
+    Nextcloud 32.0.1 and 34.0.1 answer 403 to anyone else, even for a personal form: the settings app's
     ``SubadminMiddleware`` requires a sub-admin because ``setValue`` lacks ``@NoSubAdminRequired``."""
     nc: State = request.app.state.nc
     caller = identify(request, nc)

@@ -26,7 +26,8 @@ class Stack(McpHarness):
         self.workdir = workdir
         self.profile = profile
         # The environment an app-store install deploys from info.xml (AppAPI 34's quirks included), then the test's.
-        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO",
+                    **(env or {})}
         self.exapp: ExAppProcess | None = None
 
     @property

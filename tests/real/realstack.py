@@ -28,7 +28,8 @@ class RealStack(McpHarness):
         self.workdir = workdir
         self.port = free_port()
         # The environment an app-store install deploys from info.xml, then the test's.
-        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO",
+                    **(env or {})}
         self.exapp: ExAppProcess | None = None
         self._users: dict[str, NextcloudUser] = {}
         self.dirty = True  # False while Nextcloud and the storage are exactly as saved
