@@ -67,7 +67,7 @@ class Deployment:
         )
 
 
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+LOG_LEVELS = ("debug", "info", "warning", "warn", "error", "critical")  # as logging takes them
 # A DNS name (labels of letters, digits, "-" and "_", dot-separated) or an IPv4 address.
 _HOST_NAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?")
 
