@@ -1,10 +1,9 @@
-"""Deck: boards, stacks, cards, labels and sharing through ACLs, serialized as Deck 1.16's REST API
+"""Deck: boards, stacks, cards, labels and sharing through ACLs, serialized as Deck's REST API
 answers them (the routes are in :mod:`fake_nextcloud.deck_api`).
 
-Deck publishes no webhook events on Nextcloud 32 (its card events are rejected by
-webhook_listeners), so apps must poll; ``State.deck_webhooks_supported`` simulates Deck 1.18,
-which adds them. Deck also exposes each board as a read-only CalDAV calendar of its cards' due
-dates (``app-generated--deck--board-N``); :meth:`Deck.calendar` builds it.
+Deck 1.18 (Nextcloud 34) publishes card events webhook_listeners accepts; older Deck (1.16 on 32)
+has none, so apps must poll: ``State.deck_webhooks_supported`` switches between the two. Deck also
+exposes each board as a read-only CalDAV calendar of its cards' due dates; :meth:`Deck.calendar`.
 """
 
 from __future__ import annotations
@@ -120,17 +119,12 @@ class Deck:
 
     def permissions(self, uid: str, board: Board) -> dict[str, bool] | None:
         if board.owner == uid:
-            return {"PERMISSION_READ": True, "PERMISSION_EDIT": True, "PERMISSION_MANAGE": True,
-                    "PERMISSION_SHARE": True}
+            return dict.fromkeys(("PERMISSION_READ", "PERMISSION_EDIT", "PERMISSION_MANAGE", "PERMISSION_SHARE"), True)
         acl = next((a for a in board.acl if a.participant == uid), None)
         if acl is None:
             return None
-        return {
-            "PERMISSION_READ": True,
-            "PERMISSION_EDIT": acl.edit,
-            "PERMISSION_MANAGE": acl.manage,
-            "PERMISSION_SHARE": acl.share,
-        }
+        return {"PERMISSION_READ": True, "PERMISSION_EDIT": acl.edit, "PERMISSION_MANAGE": acl.manage,
+                "PERMISSION_SHARE": acl.share}
 
     def visible_boards(self, uid: str) -> list[Board]:
         return [b for b in self.boards.values() if self.permissions(uid, b) is not None]
@@ -235,7 +229,23 @@ class Deck:
 
     def _card_event(self, name: str, actor: str, card: Card) -> None:
         if self._webhooks_supported():
-            self._emit(DECK_EVENT + name, actor, {"class": DECK_EVENT + name, "card": self.card_json(card)})
+            self._emit(DECK_EVENT + name, actor, {"card": self.event_card_json(card, name), "class": DECK_EVENT + name})
+
+    def event_card_json(self, card: Card, event: str) -> dict:
+        """``Card::jsonSerialize()`` as Deck 1.18.3's card events carry it (recorded on 34.0.1,
+        tests/recordings/nextcloud-34): the entity, not the API's answer. A new card's owner is
+        still the bare uid and its labels and assignees null; later events carry them resolved."""
+        api = self.card_json(card)
+        created = event == "CardCreatedEvent"
+        return {
+            **{key: api[key] for key in ("id", "title", "description")}, "color": None, "descriptionPrev": None,
+            **{key: api[key] for key in ("stackId", "type", "lastModified", "lastEditor", "createdAt")},
+            "labels": None if created else api["labels"], "assignedUsers": None, "attachments": [],
+            "attachmentCount": 0, "owner": card.owner if created else api["owner"], "order": card.order,
+            "archived": card.archived, "done": card.done, "duedate": card.duedate, "startdate": None,
+            "notified": False, "deletedAt": card.deleted_at, "commentsUnread": 0, "commentsCount": 0,
+            "dependentCards": None, "relatedStack": None, "relatedBoard": None, "ETag": api["ETag"],
+        }
 
     # ---- JSON as Deck serializes it --------------------------------------------------------
 
@@ -298,13 +308,8 @@ class Deck:
         return sorted(cards, key=lambda c: (c.order, c.id))
 
     def stack_json(self, stack: Stack, with_cards: bool) -> dict:
-        data: dict[str, Any] = {
-            "id": stack.id,
-            "title": stack.title,
-            "boardId": stack.board_id,
-            "deletedAt": stack.deleted_at,
-            "lastModified": stack.last_modified,
-        }
+        data: dict[str, Any] = {"id": stack.id, "title": stack.title, "boardId": stack.board_id,
+                                "deletedAt": stack.deleted_at, "lastModified": stack.last_modified}
         if with_cards:
             data["cards"] = [self.card_json(c) for c in self.live_cards(stack)]
         data.update(order=stack.order, ETag=etag_of(stack.last_modified))

@@ -75,9 +75,16 @@ class FakeNextcloud:
     """A fake Nextcloud 32 server: ``with FakeNextcloud() as nc: ...`` or ``start()``/``stop()``."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, passwords: dict[str, str] | None = None,
-        webhook_delay: float = 0.05, deck_webhooks_supported: bool = False, proxy_timeout: float = 300.0,
-        init_timeout: float = 60.0, clock: Clock | None = None,
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        passwords: dict[str, str] | None = None,
+        webhook_delay: float = 0.05,
+        deck_webhooks_supported: bool = True,
+        proxy_timeout: float = 300.0,
+        init_timeout: float = 60.0,
+        clock: Clock | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.url = ""

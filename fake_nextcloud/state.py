@@ -39,7 +39,7 @@ class Session:
 
 
 class State:
-    def __init__(self, clock: Clock, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = False) -> None:
+    def __init__(self, clock: Clock, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = True) -> None:
         self.lock = threading.RLock()
         self.clock = clock
         self.base_url = ""

@@ -11,8 +11,9 @@ from datetime import datetime
 from pathlib import Path
 
 from fake_nextcloud import FakeNextcloud, seed
+from fake_nextcloud.appinfo import app_version, deploy_env_from_info_xml, routes_from_info_xml
 from fake_nextcloud.clock import Clock
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version, routes_from_info_xml
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 from harness import McpHarness
 from semantic_mcp.clock import SHIFT_VARIABLE
 
@@ -29,8 +30,9 @@ class Stack(McpHarness):
         self.fake = FakeNextcloud(webhook_delay=0.02, clock=clock)
         self.workdir = workdir
         self.profile = profile
-        # The app runs on the fake's clock, so the seed, Nextcloud and the app agree on "now"
-        self.env = {"SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO",
+        # The environment an app-store install deploys from info.xml (AppAPI 34's quirks included), then the test's;
+        # the app runs on the fake's clock, so the seed, Nextcloud and the app agree on "now"
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO",
                     SHIFT_VARIABLE: repr(self.fake.clock.shift_seconds), **(env or {})}
         self.exapp: ExAppProcess | None = None
 

@@ -25,10 +25,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from fake_nextcloud import ExAppError, FakeNextcloud
+from fake_nextcloud.exapps import AA_VERSION
 from fake_nextcloud.server import ServerThread
 from tests.fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
 
 WIRE = Path(__file__).resolve().parents[1].parent / "shared" / "nextcloud-32-wire"
+RECORDED_34 = Path(__file__).resolve().parent / "recordings" / "nextcloud-34"  # recorded on 34.0.1 (README)
 NS = {"d": "DAV:", "oc": "http://owncloud.org/ns", "nc": "http://nextcloud.org/ns", "s": "http://sabredav.org/ns",
       "cal": "urn:ietf:params:xml:ns:caldav", "cs": "http://calendarserver.org/ns/",
       "card": "urn:ietf:params:xml:ns:carddav"}
@@ -44,6 +46,8 @@ ROUTES = [
     {"url": "^public$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
     {"url": "^admin$", "verb": "GET", "access_level": 2, "headers_to_exclude": []},
     {"url": "^/slash$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
+    {"url": "^/first$", "verb": "GET", "access_level": 2, "headers_to_exclude": []},
+    {"url": "^/first", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
 ]
 
 
@@ -114,14 +118,11 @@ class StubExApp:
     async def _report_progress(self) -> None:
         auth = base64.b64encode(f":{self.secret}".encode()).decode()
         headers = {"AUTHORIZATION-APP-API": auth, "EX-APP-ID": self.app_id, "EX-APP-VERSION": self.version,
-                   "AA-VERSION": "32.0.0", "OCS-APIRequest": "true"}
+                   "AA-VERSION": AA_VERSION, "OCS-APIRequest": "true"}
         async with httpx.AsyncClient() as http:
             for progress in (30, 100):
-                await http.put(
-                    f"{self.fake.url}/ocs/v1.php/apps/app_api/ex-app/status?format=json",
-                    json={"progress": progress, "error": ""},
-                    headers=headers,
-                )
+                await http.put(f"{self.fake.url}/ocs/v1.php/apps/app_api/ex-app/status?format=json",
+                               json={"progress": progress, "error": ""}, headers=headers)
 
     def register(self) -> None:
         self.fake.register_exapp(self.app_id, self.server.url, self.secret, self.version, ROUTES)
@@ -154,7 +155,7 @@ def test_ocs_user_capabilities_and_auth(fake_nc: FakeNextcloud) -> None:  # noqa
         assert r.json()["ocs"]["data"].keys() == recorded_json("ocs_user")["ocs"]["data"].keys()
         assert r.json()["ocs"]["data"]["displayname"] == "Alice Test"
         caps = http.get("/ocs/v1.php/cloud/capabilities", headers={"Accept": "application/json"}).json()["ocs"]
-        assert caps["meta"]["statuscode"] == 100 and caps["data"]["capabilities"]["app_api"]["version"] == "32.0.0"
+        assert caps["meta"]["statuscode"] == 100 and caps["data"]["capabilities"]["app_api"]["version"] == AA_VERSION
         assert fake_nc.url in caps["data"]["capabilities"]["theming"]["logo"]
     bearer = httpx.get(f"{fake_nc.url}/ocs/v2.php/cloud/user?format=json", headers=fake_nc.auth_headers("bob", True))
     assert bearer.json()["ocs"]["data"]["id"] == "bob"
@@ -413,21 +414,19 @@ def _register(nc: FakeNextcloud, event: str, uri: str, as_app: str | None = None
 
 def test_webhook_registration_and_event_quirks(registered: StubExApp) -> None:
     nc = registered.fake
-    for name in (
-        "NodeCreatedEvent",
-        "NodeWrittenEvent",
-        "NodeRenamedEvent",
-        "BeforeNodeDeletedEvent",
-        "NodeDeletedEvent",
-    ):
+    for name in ("NodeCreatedEvent", "NodeWrittenEvent", "NodeRenamedEvent", "BeforeNodeDeletedEvent",
+                 "NodeDeletedEvent"):
         assert _register(nc, NODE + name, f"/webhook/{name}", as_app=registered.app_id).status_code == 200
     _register(nc, "OCP\\Calendar\\Events\\CalendarObjectMovedToTrashEvent", f"{registered.server.url}/public/cal")
-    rejected = _register(nc, "OCA\\Deck\\Event\\CardCreatedEvent", "http://127.0.0.1:1/x")
-    assert rejected.status_code == 400 and rejected.json()["ocs"]["meta"]["status"] == "failure"
+    registrations = json.loads((RECORDED_34 / "webhook_registration.json").read_text())
+    refused = registrations["refused OCA\\Deck\\Event\\SessionCreatedEvent"]
+    rejected = _register(nc, "OCA\\Deck\\Event\\SessionCreatedEvent", "http://127.0.0.1:1/x")
+    assert (rejected.status_code, rejected.json()) == (refused["status"], refused["body"])
     listing = httpx.get(
         f"{nc.url}/ocs/v2.php/apps/webhook_listeners/api/v1/webhooks?format=json", headers=nc.auth_headers("admin")
     ).json()["ocs"]["data"]
-    assert listing[0].keys() == recorded_json("webhooks_list")["ocs"]["data"][0].keys()
+    accepted = registrations["accepted OCA\\Deck\\Event\\CardUpdatedEvent (as admin)"]["body"]["ocs"]["data"]
+    assert listing[0].keys() == accepted.keys()
     assert listing[0]["appId"] == registered.app_id and listing[0]["userId"] is None
 
     with client(nc) as alice:
@@ -490,19 +489,34 @@ def test_webhook_delivery_controls(registered: StubExApp) -> None:
     assert len(nc.webhooks.events()) == 3 and len(nc.webhooks.dropped) == 1
 
 
-def test_deck_webhooks_flag_and_writes_to_shared_files(stub: StubExApp) -> None:
+def test_deck_card_events_as_deck_1_18_sends_them_and_writes_to_shared_files(stub: StubExApp) -> None:
     nc = stub.fake
-    card_event = "OCA\\Deck\\Event\\CardUpdatedEvent"
-    assert _register(nc, card_event, f"{stub.server.url}/deck").status_code == 400  # Deck 1.16 on Nextcloud 32
-    nc.deck_webhooks_supported = True  # Deck 1.18
-    assert _register(nc, card_event, f"{stub.server.url}/deck").status_code == 200
+    events = [f"OCA\\Deck\\Event\\Card{name}Event" for name in ("Created", "Updated", "Deleted")]
+    nc.deck_webhooks_supported = False  # Deck 1.16 (Nextcloud 32): not webhook-compatible
+    assert _register(nc, events[1], f"{stub.server.url}/deck").status_code == 400
+    nc.deck_webhooks_supported = True  # Deck 1.18.3 on Nextcloud 34.0.1, as recorded
+    for event in events:
+        assert _register(nc, event, f"{stub.server.url}/deck").status_code == 200
     _register(nc, NODE + "NodeWrittenEvent", f"{stub.server.url}/written")
-    nc.update_card("alice", 1, title="Release notes v2")
+    board = nc.create_board("alice", "Rec board")
+    card_id = nc.create_card("alice", nc.create_stack("alice", board, "To do"), "Rec card", "first")
+    nc.update_card("alice", card_id, title="Rec card edited", description="second")
+    nc.delete_card("alice", card_id)
     with client(nc, "bob") as bob:
         assert bob.put("/remote.php/dav/files/bob/Shared with Bob.md", content=b"bob was here").status_code == 204
     nc.webhooks.flush()
-    card = nc.webhooks.events(card_event)[0].payload["event"]
-    assert card["class"] == card_event and card["card"]["title"] == "Release notes v2"
+    recorded = [json.loads(json.loads(line)["body"])
+                for line in (RECORDED_34 / "webhook_deliveries_deck.jsonl").read_text().splitlines()]
+    recorded = {payload["event"]["class"]: payload for payload in recorded}
+    for event in events:
+        (delivery,) = nc.webhooks.events(event)
+        got, want = delivery.payload, recorded[event]
+        assert got.keys() == want.keys() and got["event"].keys() == want["event"].keys()
+        assert got["event"]["card"].keys() == want["event"]["card"].keys(), event
+        assert type(got["event"]["card"]["owner"]) is type(want["event"]["card"]["owner"]), event  # uid, then object
+        assert got["event"]["card"]["labels"] == want["event"]["card"]["labels"], event  # null on create
+        assert bool(got["event"]["card"]["deletedAt"]) == bool(want["event"]["card"]["deletedAt"]), event
+    assert nc.webhooks.events(events[1])[0].payload["event"]["card"]["title"] == "Rec card edited"
     written = nc.webhooks.events(NODE + "NodeWrittenEvent")[-1].payload
     assert written["event"]["node"]["path"] == "/alice/files/Documents/Shared with Bob.md"
     assert written["user"]["uid"] == "bob" and nc.read_file("alice", "Documents/Shared with Bob.md") == b"bob was here"
@@ -577,8 +591,8 @@ def test_proxy_routes_and_headers(registered: StubExApp) -> None:
     before = nc.proxy_count(registered.app_id)
     refused = {
         "no credentials on a user route": ("GET", "mcp", None),
-        "pattern with a slash": ("GET", "slash", None),
         "admin route as a user": ("GET", "admin", alice),
+        "the first matching route decides, though a later one is public": ("GET", "first", alice),
         "no route": ("GET", "nothing", alice),
         "verb not allowed": ("PUT", "mcp", alice),
     }
@@ -586,7 +600,10 @@ def test_proxy_routes_and_headers(registered: StubExApp) -> None:
         assert httpx.request(method, nc.proxy_url(registered.app_id, path), auth=auth).status_code == 404, why
     assert httpx.get(nc.proxy_url(registered.app_id, "public")).status_code == 200
     assert httpx.get(nc.proxy_url(registered.app_id, "admin"), auth=nc.auth("admin")).status_code == 200
-    assert nc.proxy_count(registered.app_id) == before + 2 and nc.proxy_count(registered.app_id, "mcp") == 2
+    assert httpx.get(nc.proxy_url(registered.app_id, "slash")).status_code == 200  # AppAPI 34: "/" + path
+    assert httpx.get(nc.proxy_url(registered.app_id, "first"), auth=nc.auth("admin")).status_code == 200
+    assert httpx.get(nc.proxy_url(registered.app_id, "firstly")).status_code == 200  # only the second matches
+    assert nc.proxy_count(registered.app_id) == before + 5 and nc.proxy_count(registered.app_id, "mcp") == 2
 
 
 @pytest.mark.parametrize("mode", ["buffered", "streaming"])
@@ -684,8 +701,8 @@ def test_public_routes_and_browser_sessions_as_the_real_proxy(registered: StubEx
         assert user_seen(posted) == "alice"
 
 
-def test_headers_to_exclude_only_as_an_array_as_appapi_32_stores_it() -> None:
-    """A string (info.xml's form) is stored as [] by AppAPI 32.0.0: nothing is excluded."""
+def test_headers_to_exclude_only_as_an_array_as_appapi_34_stores_it() -> None:
+    """A string (info.xml's form) is stored as [] by AppAPI 32.0.0 and 34.0.0: nothing is excluded."""
     from fake_nextcloud.appapi import _excluded_headers
 
     assert _excluded_headers({"headers_to_exclude": ["cookie"]}) == ["cookie"]
