@@ -21,6 +21,7 @@ from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source
+from ..sources.parser_process import ParserFailed
 from ..store import ChunkRecord, VectorStore
 from .chunking import chunk_document
 from .state import IndexState, Task
@@ -112,7 +113,7 @@ class Pipeline:
         self._wake.set()
 
     async def run(self) -> None:
-        recovered = self.state.recover()
+        recovered = self.state.recover(self.max_attempts)
         if recovered:
             log.info("Resuming %d indexing task(s) interrupted by the last shutdown", recovered)
         while True:
@@ -183,6 +184,10 @@ class Pipeline:
         except Transient as exc:  # e.g. a timeout on this one request
             self._fail(task, f"Nextcloud could not answer: {exc}")
             return None
+        except ParserFailed as exc:  # out of time or memory: retried, then dead-lettered with the reason
+            log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
+            self._fail(task, exc.reason)
+            return None
         except Exception as exc:  # a bug or bad data must not stop the worker
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
             self._fail(task, f"{type(exc).__name__}: {exc}")
@@ -212,7 +217,7 @@ class Pipeline:
         document_from_payload = getattr(source, "document_from_payload", None)
         current_version = getattr(source, "current_version", None)
         if payload and document_from_payload is not None and current_version is not None:
-            doc = document_from_payload(task.ref.source_id, payload, user=task.ref.user)
+            doc = await document_from_payload(task.ref.source_id, payload, user=task.ref.user)
             # Events arrive late and out of order: what one carried is used only if it is still the
             # current version (a HEAD, which also says 404 for an object deleted since).
             if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):

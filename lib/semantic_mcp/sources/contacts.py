@@ -14,6 +14,7 @@ from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, strip_etag
 from .base import compose_text
 from .dav_sync import DavSyncSource
+from .parser_process import run_parser
 
 
 class ContactsSource(DavSyncSource):
@@ -28,10 +29,10 @@ class ContactsSource(DavSyncSource):
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         return uri != "z-server-generated--system" and not uri.startswith("z-app-generated--")
 
-    def parse(
+    async def parse(
         self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
     ) -> SourceDocument | Skipped:
-        return document_from_vcard(source_id, text, etag, collection_name, modified)
+        return await run_parser(f"{__name__}:document_from_vcard", source_id, text, etag, collection_name, modified)
 
 
 @dataclass

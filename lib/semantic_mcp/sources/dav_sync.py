@@ -107,10 +107,11 @@ class DavSyncSource(Source):
         """Whether a collection of the right type is indexed (generated ones are left out)."""
 
     @abc.abstractmethod
-    def parse(
+    async def parse(
         self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
     ) -> SourceDocument | Skipped:
-        """Turn one object's text into a document; broken content gives Skipped, never an exception."""
+        """Turn one object's text into a document; broken content gives Skipped, never an exception.
+        Parsing runs in the bounded parser process (:mod:`.parser_process`)."""
 
     async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
         """Sync every collection from its token; complete when every one was synced from scratch.
@@ -139,7 +140,7 @@ class DavSyncSource(Source):
         if collection not in names or not name:
             raise NotFound(f"{self.doc_type} {source_id!r} is not in an indexed collection of {user!r}", 404)
         response = await nc.request(user, "GET", self._object_path(user, source_id))
-        document = self.parse(
+        document = await self.parse(
             user,
             source_id,
             response.content.decode("utf-8", errors="replace"),

@@ -32,7 +32,8 @@ from ..nextcloud import (
 )
 from .base import Listing, Source, compose_text, is_readable, owner_extra
 from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
-from .extract import EXTRACT_SECONDS, UnsupportedContent, content_kind, extract_text
+from .extract import UnsupportedContent, content_kind
+from .parser_process import run_parser
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
 _PROPS = (
@@ -183,14 +184,10 @@ class FilesSource(Source):
             return Skipped(self.doc_type, source_id, reason, version=info.etag)
         response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
-        try:  # a thread that overruns finishes on its own: extract_text caps pages, characters and time
-            text = await asyncio.wait_for(
-                asyncio.to_thread(extract_text, response.content, info.mime, info.name), EXTRACT_SECONDS * 2
-            )
+        try:  # in a bounded process: a hostile file can fail its own task, never stop the app
+            text = await run_parser("semantic_mcp.sources.extract:extract_text", response.content, info.mime, info.name)
         except UnsupportedContent as exc:
             return Skipped(self.doc_type, source_id, exc.reason, version=version)
-        except TimeoutError:
-            return Skipped(self.doc_type, source_id, "text extraction took too long", version=version)
         return SourceDocument(
             doc_type=self.doc_type,
             source_id=source_id,
