@@ -98,6 +98,7 @@ async def test_notes_pruned_listing_is_complete_with_stubs(nc: NextcloudClient, 
 
 async def test_notes_fetch(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     httpx_mock.add_response(url=f"{NOTES}/22", **recording("notes_get"))
+    serve_search(httpx_mock, search_answer("22"))  # the note's file: its path and system tags
     doc = await NotesSource().fetch(nc, "alice", "22")
     assert isinstance(doc, SourceDocument)
     assert (doc.title, doc.location, doc.link) == ("First note", "Test", "/apps/notes/note/22")

@@ -29,6 +29,9 @@ class Deployment:
     search_fusion: str = "calibrated"  # SEARCH_FUSION: calibrated (measured best) or rrf (reciprocal rank fusion)
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
+    # Every document parser runs in worker processes (ADR 0510): PARSER_WORKERS of them, each killed
+    # after PARSER_TIMEOUT_SECONDS on one document or when it needs more than PARSER_MEMORY_MB.
+    parser_bounds: dict[str, int | float] = field(default_factory=lambda: {"size": 2, "timeout": 60.0, "memory_mb": 1024})
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
@@ -41,6 +44,11 @@ class Deployment:
             log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
             search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
             nextcloud_ai_recheck_seconds=float(env.get("NEXTCLOUD_AI_RECHECK_SECONDS") or 300.0),
+            parser_bounds={
+                "size": int(env.get("PARSER_WORKERS") or 2),
+                "timeout": float(env.get("PARSER_TIMEOUT_SECONDS") or 60.0),
+                "memory_mb": int(env.get("PARSER_MEMORY_MB") or 1024),
+            },
         )
 
 

@@ -20,7 +20,7 @@ from ..documents import DocRef, Skipped, SourceDocument
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
-from ..sources.base import Source
+from ..sources.base import Source, screen
 from ..sources.parser_process import ParserFailed
 from ..store import ChunkRecord, VectorStore
 from .chunking import chunk_document
@@ -161,6 +161,8 @@ class Pipeline:
             # so a delete may be older than a restore or than a new document at its path, and the
             # queue keeps only the newest event of a document (a late delete replaces a create).
             doc = await self._load(source, task)
+            if isinstance(doc, SourceDocument):
+                doc = screen(doc, source.options)  # the admin's exclusions and the size caps, for every source
         except NotFound:
             log.info("%s for %s is gone or no longer readable: removing it", ref.key, ref.user)
             await self._delete(ref)

@@ -19,7 +19,6 @@ from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, NotFound, strip_etag
 from .base import compose_text, owner_extra
 from .dav_sync import DavSyncSource, collection_owner
-from .parser_process import run_parser
 
 CALENDAR_HOME = "/remote.php/dav/calendars/{user}/"
 
@@ -48,10 +47,7 @@ class CalendarSource(DavSyncSource):
         components = entry.prop_list("cal:supported-calendar-component-set")
         return is_indexed_calendar(uri) and (not components or "VEVENT" in components)
 
-    async def parse(
-        self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
-    ) -> SourceDocument | Skipped:
-        return await run_parser(f"{__name__}:document_from_ics", user, source_id, text, etag, collection_name, modified)
+    parser = f"{__name__}:document_from_ics"
 
     async def document_from_payload(
         self, source_id: str, payload: Mapping[str, Any], user: str | None = None
@@ -135,6 +131,7 @@ def _event_document(
         str(event.get("DESCRIPTION") or ""),
     )
     extra = {"uid": str(event.get("UID") or "")}
+    categories = event.get("CATEGORIES")
     if rule and start and (next_time := _next_occurrence(rule, start, now)):
         extra["next_occurrence"] = next_time.isoformat()
     return SourceDocument(
@@ -149,6 +146,8 @@ def _event_document(
         event_start=_unix(start) if start else None,
         event_end=_unix(end) if end else None,
         extra=extra,
+        tags=tuple(str(c) for item in (categories if isinstance(categories, list) else [categories])
+                   if item is not None for c in item.cats),
     )
 
 

@@ -136,7 +136,7 @@ class ParserPool:
     thread the rest of the app needs. Loop-agnostic: any event loop may await :meth:`run`.
     """
 
-    def __init__(self, *, size: int = 2, timeout: float = 30.0, memory_mb: int = 1024) -> None:
+    def __init__(self, *, size: int = 2, timeout: float = 60.0, memory_mb: int = 1024) -> None:
         self.size, self.timeout, self.memory_mb = size, timeout, memory_mb
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._workers = [_Worker(memory_mb * 1024 * 1024) for _ in range(size)]
@@ -175,11 +175,11 @@ _pool: ParserPool | None = None
 _settings: dict[str, Any] = {}
 
 
-def configure(*, size: int, timeout: float, memory_mb: int) -> None:
+def configure(*, size: int | float, timeout: float, memory_mb: int | float) -> None:
     """Set the bounds the app runs its parsers with (from the deployment's environment)."""
     global _pool
     with _lock:
-        _settings.update(size=size, timeout=timeout, memory_mb=memory_mb)
+        _settings.update(size=int(size), timeout=float(timeout), memory_mb=int(memory_mb))
         if _pool is not None:
             _pool.close()
             _pool = None
