@@ -72,6 +72,23 @@ def test_a_task_that_takes_the_process_down_is_counted_and_dead_lettered(tmp_pat
     [dead] = state.status("alice")["dead_letters"]
     assert dead["source_id"] == "66" and dead["attempts"] == 3
     assert "the app stopped while indexing it, 3 times" in dead["reason"]
+    assert state.requeue_dead_letters() == 0  # the catch-up after a restart does not bring it back
+    assert state.refused_versions("alice", "file") == {"66": ""}  # nor does reconciliation, unless it changes
+
+
+def test_a_document_refused_by_its_own_fault_is_tried_again_only_in_a_new_version(state: IndexState) -> None:
+    hostile, unlucky = DocRef("alice", "file", "70"), DocRef("alice", "file", "71")
+    state.enqueue([hostile, unlucky], "upsert")
+    for task in state.claim(10):
+        refused = "v1" if task.ref == hostile else None  # a parser's bound, or Nextcloud's timeout
+        assert state.retry_later(task, "boom", max_attempts=1, backoff=0, refused=refused)
+    assert state.refused_versions("alice", "file") == {"70": "v1"}
+    assert state.requeue_dead_letters() == 1 and [t.ref for t in state.claim(10)] == [unlucky]
+    state.enqueue([hostile], "upsert")  # an event: the user saved it again
+    [task] = [t for t in state.claim(10) if t.ref == hostile]
+    state.complete(task)
+    assert state.refused_versions("alice", "file") == {}
+    assert [d["source_id"] for d in state.status("alice")["dead_letters"]] == ["71"]
 
 
 def test_an_attempt_nextcloud_could_not_be_asked_for_is_given_back(state: IndexState) -> None:

@@ -188,7 +188,7 @@ class Pipeline:
             return None
         except ParserFailed as exc:  # out of time or memory: retried, then dead-lettered with the reason
             log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
-            self._fail(task, exc.reason)
+            self._fail(task, exc.reason, refused=exc.version)
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
@@ -273,8 +273,11 @@ class Pipeline:
         self.state.forget(ref)
         self.stats.deleted += 1
 
-    def _fail(self, task: Task, reason: str) -> None:
+    def _fail(self, task: Task, reason: str, *, refused: str | None = None) -> None:
+        """A failed attempt; ``refused`` (the version) when the document itself is at fault, so a
+        dead letter is not retried after every restart or reconciliation, only for a new version."""
         self.stats.failed += 1
-        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds)
+        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds,
+                                      refused=refused)
         if dead:
             log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, self.max_attempts, reason)

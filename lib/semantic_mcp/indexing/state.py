@@ -58,6 +58,11 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     reason TEXT NOT NULL, attempts INTEGER NOT NULL, at REAL NOT NULL,
     PRIMARY KEY (user, doc_type, source_id)
 );
+CREATE TABLE IF NOT EXISTS refused (  -- dead letters the document caused itself (ADR 0510): not retried
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
+    version TEXT,                -- as far as known: a new version is tried again
+    PRIMARY KEY (user, doc_type, source_id)
+);
 CREATE TABLE IF NOT EXISTS cursors (
     user TEXT NOT NULL, doc_type TEXT NOT NULL, cursor TEXT,
     last_reconcile REAL, last_full REAL,
@@ -124,8 +129,7 @@ class IndexState:
 
     def enqueue(self, refs: Iterable[DocRef], action: Action, payload: dict[str, Any] | None = None) -> int:
         """Queue work; a pending task for the same document is replaced (the newest event wins)."""
-        now = time.time()
-        count = 0
+        now, refs = time.time(), list(refs)
         with self._tx() as db:
             for ref in refs:
                 db.execute(
@@ -135,10 +139,9 @@ class IndexState:
                          action = excluded.action, payload = excluded.payload,
                          generation = tasks.generation + 1, attempts = 0, not_before = 0,
                          last_error = NULL""",
-                    (ref.user, ref.doc_type, ref.source_id, action, json.dumps(payload) if payload else None, now),
+                    (*_key(ref), action, json.dumps(payload) if payload else None, now),
                 )
-                count += 1
-        return count
+        return len(refs)
 
     def claim(self, limit: int) -> list[Task]:
         """Take up to ``limit`` ready tasks, oldest first, and mark them running.
@@ -154,13 +157,8 @@ class IndexState:
             for row in rows:
                 db.execute(f"UPDATE tasks SET running = 1, attempts = attempts + 1 WHERE {_DOC}", _key(row))
         return [
-            Task(
-                ref=_ref(row),
-                action=row["action"],
-                payload=json.loads(row["payload"]) if row["payload"] else None,
-                generation=row["generation"],
-                attempts=row["attempts"] + 1,
-            )
+            Task(_ref(row), row["action"], json.loads(row["payload"]) if row["payload"] else None,
+                 row["generation"], row["attempts"] + 1)
             for row in rows
         ]
 
@@ -170,15 +168,19 @@ class IndexState:
         with self._tx() as db:
             db.execute(f"DELETE FROM tasks WHERE {_DOC} AND generation = ?", (*key, task.generation))
             db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", key)
-            db.execute(f"DELETE FROM dead_letters WHERE {_DOC}", key)
+            for table in ("dead_letters", "refused"):
+                db.execute(f"DELETE FROM {table} WHERE {_DOC}", key)
 
-    def retry_later(self, task: Task, error: str, *, max_attempts: int, backoff: float) -> bool:
-        """Record a failure of the attempt :meth:`claim` counted; True when the task was dead-lettered."""
+    def retry_later(
+        self, task: Task, error: str, *, max_attempts: int, backoff: float, refused: str | None = None
+    ) -> bool:
+        """Record a failure of the attempt :meth:`claim` counted; True when the task was dead-lettered.
+        ``refused`` is the version of a document that failed by its own fault (a parser's bound)."""
         ref = task.ref
         with self._tx() as db:
             if task.attempts >= max_attempts:
                 db.execute(f"DELETE FROM tasks WHERE {_DOC} AND generation = ?", (*_key(ref), task.generation))
-                _dead_letter(db, ref, error, task.attempts)
+                _dead_letter(db, ref, error, task.attempts, refused)
             db.execute(
                 f"UPDATE tasks SET last_error = ?, not_before = ? WHERE {_DOC} AND generation = ?",
                 (error, time.time() + backoff * 2 ** (task.attempts - 1), *_key(ref), task.generation),
@@ -194,9 +196,10 @@ class IndexState:
     def requeue_dead_letters(self) -> int:
         """Queue every dead-lettered document again with a fresh budget (an upsert: the worker
         confirms with Nextcloud, so one that is gone is removed instead). Its dead letter stays
-        until it succeeds or fails again."""
+        until it succeeds or fails again. Not those that failed by their own fault (refused)."""
         with self._tx() as db:
-            rows = db.execute("SELECT user, doc_type, source_id FROM dead_letters").fetchall()
+            rows = db.execute(f"SELECT * FROM dead_letters d WHERE NOT EXISTS (SELECT 1 FROM refused r WHERE {_JOIN})")
+            rows = rows.fetchall()
         return self.enqueue(map(_ref, rows), "upsert")
 
     def recover(self, max_attempts: int) -> int:
@@ -207,7 +210,7 @@ class IndexState:
             for row in db.execute("SELECT * FROM tasks WHERE running = 1 AND attempts >= ?", (max_attempts,)).fetchall():
                 db.execute(f"DELETE FROM tasks WHERE {_DOC}", _key(row))
                 reason = f"the app stopped while indexing it, {row['attempts']} times (crashed, killed or hung)"
-                _dead_letter(db, _ref(row), reason, row["attempts"])
+                _dead_letter(db, _ref(row), reason, row["attempts"], refused="")
             return db.execute(
                 "UPDATE tasks SET running = 0, last_error = 'interrupted: the app stopped while indexing it' "
                 "WHERE running = 1"
@@ -240,6 +243,11 @@ class IndexState:
     def skipped_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
         rows = self._rows("SELECT source_id, version FROM skipped WHERE user = ? AND doc_type = ?", user, doc_type)
         return {row["source_id"]: row["version"] for row in rows}
+
+    def refused_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
+        """Documents dead-lettered by their own fault, with the version that failed ("" if unknown)."""
+        rows = self._rows("SELECT source_id, version FROM refused WHERE user = ? AND doc_type = ?", user, doc_type)
+        return {row["source_id"]: row["version"] or "" for row in rows}
 
     def holders(self, doc_type: DocType, source_id: str) -> list[str]:
         """Users who have this document indexed (a shared file is in several users' indexes)."""
@@ -299,7 +307,7 @@ class IndexState:
                 (user, int(enabled), time.time()),
             )
             if not enabled:
-                for table in ("tasks", "documents", "skipped", "dead_letters", "cursors"):
+                for table in ("tasks", "documents", "skipped", "dead_letters", "refused", "cursors"):
                     db.execute(f"DELETE FROM {table} WHERE user = ?", (user,))
 
     def user_choice(self, user: str) -> bool | None:
@@ -352,13 +360,9 @@ class IndexState:
         for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
             per_type.setdefault(row["doc_type"], {})["last_reconciliation"] = row["last_reconcile"]
         users = self._rows("SELECT last_event FROM users WHERE user = ?", user)
-        dead = self._rows(
-            "SELECT doc_type, source_id, reason, attempts, at FROM dead_letters WHERE user = ? ORDER BY at DESC LIMIT 20",
-            user,
-        )
-        skipped = self._rows(
-            "SELECT doc_type, source_id, reason FROM skipped WHERE user = ? ORDER BY at DESC LIMIT 20", user
-        )
+        latest = "WHERE user = ? ORDER BY at DESC LIMIT 20"
+        dead = self._rows(f"SELECT doc_type, source_id, reason, attempts, at FROM dead_letters {latest}", user)
+        skipped = self._rows(f"SELECT doc_type, source_id, reason FROM skipped {latest}", user)
         return {
             "per_type": per_type,
             "last_event": users[0]["last_event"] if users else None,
@@ -388,11 +392,17 @@ def _ref(row: sqlite3.Row) -> DocRef:
     return DocRef(row["user"], row["doc_type"], row["source_id"])
 
 
-def _dead_letter(db: sqlite3.Connection, ref: DocRef, reason: str, attempts: int) -> None:
+_JOIN = "r.user = d.user AND r.doc_type = d.doc_type AND r.source_id = d.source_id"
+
+
+def _dead_letter(db: sqlite3.Connection, ref: DocRef, reason: str, attempts: int, refused: str | None = None) -> None:
     db.execute(
         "INSERT OR REPLACE INTO dead_letters (user, doc_type, source_id, reason, attempts, at) VALUES (?, ?, ?, ?, ?, ?)",
         (*_key(ref), reason, attempts, time.time()),
     )
+    if refused is not None:
+        db.execute("INSERT OR REPLACE INTO refused (user, doc_type, source_id, version) VALUES (?, ?, ?, ?)",
+                   (*_key(ref), refused))
 
 
 def _indexed(row: sqlite3.Row) -> IndexedDoc:

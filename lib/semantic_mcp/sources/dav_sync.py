@@ -32,7 +32,7 @@ from ..nextcloud import (
     strip_etag,
 )
 from .base import Listing, Source, SourceOptions, exclusion, is_readable, owner_extra
-from .parser_process import run_parser
+from .parser_process import ParserFailed, run_parser
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,11 @@ class DavSyncSource(Source):
         the size limit."""
         if reason := exclusion(self.options, size=len(text.encode("utf-8", "replace"))):
             return Skipped(self.doc_type, source_id, reason, version=strip_etag(etag))
-        return await run_parser(self.parser, user, source_id, text, etag, collection_name, modified)
+        try:
+            return await run_parser(self.parser, user, source_id, text, etag, collection_name, modified)
+        except ParserFailed as exc:
+            exc.version = strip_etag(etag)
+            raise
 
     async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
         """Sync every collection from its token; complete when every one was synced from scratch.

@@ -32,7 +32,7 @@ from ..nextcloud import (
 from .base import Listing, Source, compose_text, exclusion, is_readable, owner_extra
 from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
 from .extract import UnsupportedContent, content_kind
-from .parser_process import run_parser
+from .parser_process import ParserFailed, run_parser
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
 _PROPS = (
@@ -185,6 +185,9 @@ class FilesSource(Source):
             text = await run_parser("semantic_mcp.sources.extract:extract_text", response.content, info.mime, info.name)
         except UnsupportedContent as exc:
             return Skipped(self.doc_type, source_id, exc.reason, version=version)
+        except ParserFailed as exc:
+            exc.version = version
+            raise
         return SourceDocument(
             doc_type=self.doc_type,
             source_id=source_id,

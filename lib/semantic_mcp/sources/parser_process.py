@@ -45,6 +45,7 @@ class ParserFailed(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.version = ""  # of the document, set by the source that knows it: a new version is tried again
 
 
 class _Overrun(Exception):
