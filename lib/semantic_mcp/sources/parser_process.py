@@ -61,9 +61,11 @@ def _write_frame(fd: int, payload: bytes) -> None:
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     while size:
-        if deadline is not None:
+        if deadline is not None:  # poll, not select: the app may hold more than 1024 descriptors
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            waiting = select.poll()
+            waiting.register(fd, select.POLLIN)
+            if remaining <= 0 or not waiting.poll(remaining * 1000):
                 raise _Overrun
         chunk = os.read(fd, min(size, 1 << 20))
         if not chunk:
@@ -107,7 +109,7 @@ class _Worker:
     def _start(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(self.memory_bytes)],
+            [sys.executable, "-c", f"from {__name__} import _serve; _serve({self.memory_bytes})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
         )
         assert self.process.stdout is not None
@@ -247,7 +249,3 @@ def _serve(memory_bytes: int) -> None:
         except Exception as exc:  # noqa: BLE001 - an exception that cannot be pickled
             payload = pickle.dumps(("raised", RuntimeError(f"{type(exc).__name__}: {exc}")))
         _write_frame(stdout, payload)
-
-
-if __name__ == "__main__":
-    _serve(int(sys.argv[1]))
