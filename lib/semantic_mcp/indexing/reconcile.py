@@ -59,9 +59,11 @@ async def reconcile_source(
         now = listing.locations.get(source_id)
         return now is not None and source_id in located and located[source_id] != now
 
-    refused = state.refused_versions(user, doc_type)
+    refused, queued = state.refused_versions(user, doc_type), state.queued(user, doc_type)
 
     def changed(source_id: str, version: str | None) -> bool:
+        if source_id in queued:  # its task reads the current version anyway; queuing it again would reset its attempts
+            return False
         if source_id in refused:  # dead-lettered by its own fault: only a new version is tried again
             return version is not None and refused[source_id] not in ("", version)
         if source_id not in indexed and source_id not in skipped:

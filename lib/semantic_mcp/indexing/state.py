@@ -217,9 +217,8 @@ class IndexState:
             ).rowcount
 
     def pending_count(self, user: str | None = None) -> int:
-        if user is None:
-            return self._rows("SELECT COUNT(*) FROM tasks")[0][0]
-        return self._rows("SELECT COUNT(*) FROM tasks WHERE user = ?", user)[0][0]
+        where, args = ("", ()) if user is None else ("WHERE user = ?", (user,))
+        return self._rows(f"SELECT COUNT(*) FROM tasks {where}", *args)[0][0]
 
     def next_ready_in(self) -> float | None:
         """Seconds until the next task becomes ready (0 if one is ready now), None if the queue is empty."""
@@ -243,6 +242,9 @@ class IndexState:
     def skipped_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
         rows = self._rows("SELECT source_id, version FROM skipped WHERE user = ? AND doc_type = ?", user, doc_type)
         return {row["source_id"]: row["version"] for row in rows}
+
+    def queued(self, user: str, doc_type: DocType) -> set[str]:
+        return {row[0] for row in self._rows("SELECT source_id FROM tasks WHERE user = ? AND doc_type = ?", user, doc_type)}
 
     def refused_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
         """Documents dead-lettered by their own fault, with the version that failed ("" if unknown)."""
