@@ -10,6 +10,7 @@ import asyncio
 import time
 import tracemalloc
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import hostile
 import pytest
 from stack import APP_ID, Stack
 
+from semantic_mcp.sources.calendar import document_from_ics
 from semantic_mcp.sources.extract import ODT_MIME, extract_text
 
 ALICE, BOB = "alice", "bob"
@@ -62,6 +64,24 @@ async def responsive_until(stack: Stack, done: Any, timeout: float) -> Any:
 
 
 # --- a recurring event with billions of instances ----------------------------------------------------
+
+
+def test_a_recurrence_is_expanded_within_bounds_and_still_gives_the_next_occurrence() -> None:
+    now = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)
+    started = time.monotonic()
+    tick = document_from_ics("alice", "personal/tick.ics", hostile.billion_instance_event(), "e", "Cal", 0, now=now)
+    assert time.monotonic() - started < 5
+    assert "next_occurrence" not in tick.extra  # the next one is beyond the first 20,000 instances walked
+    cases = {  # rule, start -> the hint
+        ("FREQ=DAILY", "19000101T090000Z"): "2026-11-25T09:00:00+00:00",
+        ("FREQ=WEEKLY;INTERVAL=2;BYDAY=MO", "19900101T090000Z"): "2026-11-30T09:00:00+00:00",  # as dateutil walks it
+        ("FREQ=DAILY;UNTIL=20200101", "19000101"): None,
+        ("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29", "19000228T090000Z"): "2028-02-29T09:00:00+00:00",
+    }
+    for (rule, start), expected in cases.items():
+        doc = document_from_ics("a", "c/x.ics", hostile.event("x", "x", f"RRULE:{rule}", start=start), "e", "C", 0,
+                                now=now)
+        assert doc.extra.get("next_occurrence") == expected, (rule, doc.extra)
 
 
 @pytest.fixture

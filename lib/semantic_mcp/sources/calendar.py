@@ -280,12 +280,13 @@ def _next_occurrence(rule: Any, start: date, now: datetime) -> datetime | None:
             # Without COUNT, starting whole periods later gives the same instances from there on: skip
             # the years before now instead of walking them (those rules step a day or a week at a time).
             period = days * max(1, int(_first(rule, "INTERVAL") or 1))
-            first += timedelta(days=period * max(0, (reference - first).days // period - 1))
+            first += timedelta(days=period * max(0, (reference - first).days // period))
         recurrence = rrulestr(rule.to_ical().decode(), dtstart=first)
         if not _first(rule, "COUNT"):  # an UNTIL ends the walk even where no instance matches
-            until = _first(rule, "UNTIL")
-            horizon = reference + HORIZON
-            if not isinstance(until, datetime) or until.replace(tzinfo=None) > horizon.replace(tzinfo=None):
+            until, horizon = _first(rule, "UNTIL"), reference + HORIZON
+            if isinstance(until, date) and not isinstance(until, datetime):
+                until = datetime.combine(until, time.max)
+            if until is None or until.replace(tzinfo=None) > horizon.replace(tzinfo=None):
                 recurrence = recurrence.replace(until=horizon)
         for number, occurrence in enumerate(recurrence):
             if occurrence > reference:
