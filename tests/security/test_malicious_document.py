@@ -21,6 +21,7 @@ from stack import APP_ID, Stack
 
 from semantic_mcp.sources.calendar import document_from_ics
 from semantic_mcp.sources.extract import ODT_MIME, extract_text
+from semantic_mcp.sources.parser_process import ParserFailed, ParserPool
 
 ALICE, BOB = "alice", "bob"
 TIMEOUT, MEMORY_MB = 3, 100  # the parser bounds these stacks run with (PARSER_TIMEOUT_SECONDS, PARSER_MEMORY_MB)
@@ -61,6 +62,34 @@ async def responsive_until(stack: Stack, done: Any, timeout: float) -> Any:
             return value
         assert time.monotonic() < deadline, f"not done within {timeout}s"
         await asyncio.sleep(0.5)
+
+
+# --- the parser process ------------------------------------------------------------------------------
+
+
+async def test_a_parser_that_hangs_allocates_without_end_or_dies_costs_its_document_only() -> None:
+    """Any parser, not just today's hostile inputs: each ends in ParserFailed with its reason, and
+    the next document is parsed as usual (in a worker started again where one was killed)."""
+    pool = ParserPool(size=1, timeout=2, memory_mb=100)
+    try:
+        for function, args, reason in [
+            ("time:sleep", (3600,), "parsing took longer than 2 s (stopped)"),
+            ("builtins:bytearray", (2 * 1024**3,), "the parser needed more than its 100 MB of memory (stopped)"),
+            ("os:abort", (), "the parser process died on this document (killed by signal 6)"),
+        ]:
+            with pytest.raises(ParserFailed) as failed:
+                await pool.run(function, *args)
+            assert failed.value.reason == reason
+            assert await pool.run(EXTRACT, b"next", "text/plain", "n.txt") == "next"
+        started = time.monotonic()
+        for _ in range(50):  # the worker is reused: small documents cost about a pipe round trip
+            await pool.run(EXTRACT, b"small", "text/plain", "s.txt")
+        assert (time.monotonic() - started) / 50 < 0.05
+    finally:
+        pool.close()
+
+
+EXTRACT = "semantic_mcp.sources.extract:extract_text"
 
 
 # --- a recurring event with billions of instances ----------------------------------------------------
