@@ -25,6 +25,7 @@ from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
 from semantic_mcp.config import AdminSettings, Deployment, DeploymentError
+from semantic_mcp.sources import parser_process
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
 from semantic_mcp.health import NextcloudHealth
@@ -82,6 +83,7 @@ def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
     logging.basicConfig(level=deployment.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser_process.configure(**deployment.parser_bounds)  # every document parser runs bounded (ADR 0510)
     # One view of Nextcloud's availability and of our credentials for every caller. The secret's
     # fingerprint is remembered once it worked, so a restart may use it again at once.
     health = NextcloudHealth(
@@ -131,6 +133,7 @@ def create_app() -> FastAPI:
             refresher.cancel()
             webhook_keeper.cancel()
             await engine.stop()
+            parser_process.shutdown()
 
     app = FastAPI(
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,

@@ -41,6 +41,9 @@ class Deployment:
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
     clock: Clock = field(default_factory=Clock)  # APP_CLOCK_SHIFT_SECONDS: tests only (see clock.py)
+    # Every document parser runs in worker processes (ADR 0510): PARSER_WORKERS of them, each killed
+    # after PARSER_TIMEOUT_SECONDS on one document or when it needs more than PARSER_MEMORY_MB.
+    parser_bounds: dict[str, int | float] = field(default_factory=lambda: {"size": 2, "timeout": 60.0, "memory_mb": 1024})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Deployment:
@@ -67,6 +70,11 @@ class Deployment:
             nextcloud_ai_recheck_seconds=_seconds("NEXTCLOUD_AI_RECHECK_SECONDS",
                                                   value("NEXTCLOUD_AI_RECHECK_SECONDS") or "300"),
             clock=Clock.from_env(env),
+            parser_bounds={
+                "size": _count("PARSER_WORKERS", value("PARSER_WORKERS") or "2"),
+                "timeout": _seconds("PARSER_TIMEOUT_SECONDS", value("PARSER_TIMEOUT_SECONDS") or "60"),
+                "memory_mb": _count("PARSER_MEMORY_MB", value("PARSER_MEMORY_MB") or "1024"),
+            },
         )
 
 
@@ -120,6 +128,12 @@ def _seconds(name: str, value: str) -> float:
     if not seconds >= 0:
         raise DeploymentError(f"{name}={value!r} is not a number of seconds")
     return seconds
+
+
+def _count(name: str, value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise DeploymentError(f"{name}={value!r} is not a whole number of at least 1")
+    return int(value)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
