@@ -154,3 +154,16 @@ def test_only_admins_see_and_save_the_admin_form_and_users_see_the_personal_one(
     assert {form["section_type"] for form in stack.settings_forms("admin")} == {"admin", "personal"}
     refused = stack.save_admin_field("alice", "index_notes", False)
     assert refused.status_code == 403 and refused.json()["ocs"]["meta"]["message"] == ""
+
+
+def test_deployed_through_harp_the_nextcloud_proxy_url_still_counts_as_buffering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through HaRP (HP_SHARED_KEY set), Nextcloud's proxy URL still relays through PHP, which marks
+    what it forwards with X-Origin-IP; only HaRP's own /exapps/ path (no such header) streams.
+    Seen on Nextcloud 34 + HaRP: a 2025-11-25 client failed to initialize through the PHP proxy."""
+    from starlette.datastructures import Headers
+
+    from ex_app.appapi import behind_buffering_proxy
+
+    monkeypatch.setenv("HP_SHARED_KEY", "harp-key")
+    assert behind_buffering_proxy(Headers({"x-origin-ip": "203.0.113.5"}))
+    assert not behind_buffering_proxy(Headers({"ex-app-id": "semantic_mcp"}))
