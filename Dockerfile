@@ -21,11 +21,14 @@ WORKDIR /ex_app
 ARG PIP_INDEX_URL
 ARG PIP_FIND_LINKS
 COPY requirements.txt .
-# Then drop what the app never runs (~150 MB): kubernetes serves only Chroma's distributed server mode
-# (the embedded store never imports it), hf_xet only hub downloads (models ship in packages), and
-# pip/setuptools are not needed once installed. The HaRP tier runs the whole app on this image.
+# Then drop what the app never runs (~180 MB): kubernetes serves only Chroma's distributed server mode
+# (the embedded store never imports it), hf_xet only hub downloads (models ship in packages),
+# pip/setuptools are not needed once installed, nor the packages' own test suites. The HaRP tier
+# runs the whole app on this image.
 RUN python3 -m venv /opt/venv && pip install --no-cache-dir -r requirements.txt \
-    && pip uninstall -y -q kubernetes hf-xet && pip uninstall -y -q pip setuptools
+    && pip uninstall -y -q kubernetes hf-xet && pip uninstall -y -q pip setuptools \
+    && find /opt/venv/lib -depth -type d \( -name tests -o -name test \) -path '*/site-packages/*/*' \
+       -exec rm -rf {} +
 
 # frpc tunnels HaRP's port for this app to our unix socket (docker/start.sh starts it).
 ARG FRP_RELEASES=https://github.com/fatedier/frp/releases/download
