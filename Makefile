@@ -20,7 +20,7 @@ NC_KIT := ../shared/nextcloud-34-server/nc-kit
 export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
 export REAL_NC_PORT ?= 8089
 
-.PHONY: help venv test browser real-nextcloud demo run register unregister bench bench-load clean
+.PHONY: help venv test browser harp-tools real-nextcloud demo run register unregister bench bench-load clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -38,7 +38,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
-test: $(STAMP) browser real-nextcloud
+test: $(STAMP) browser harp-tools real-nextcloud
 	PYTHONPATH=lib:. $(PY) -m pytest
 
 # Installs PHP from Debian's packages if missing (CI runs as root); ~1 min the first time, then reused.
@@ -46,6 +46,16 @@ real-nextcloud:
 	@if [ -x $(NC_KIT) ]; then \
 	  [ -f $(REAL_NC_DIR)/env.sh ] || $(NC_KIT) setup $(REAL_NC_DIR) $(REAL_NC_PORT); \
 	else echo "$(NC_KIT) not found: the real-Nextcloud tier (tests/real) will be skipped"; fi
+
+# The HaRP tier (tests/harp) deploys our image through HaRP with Docker; it needs Docker, debootstrap
+# and haproxy (the front proxy) from Debian's packages (CI runs as root). Go and the images are
+# built by tests/harp/build.sh, cached per machine. Without root or ../shared/harp the tier is skipped.
+harp-tools:
+	@if [ -d ../shared/harp ] && [ "$$(id -u)" = 0 ]; then \
+	  command -v dockerd >/dev/null && command -v debootstrap >/dev/null && command -v haproxy >/dev/null || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    docker.io debootstrap haproxy); \
+	else echo "not root or ../shared/harp missing: the HaRP tier (tests/harp) will be skipped"; fi
 
 # The consent-page test drives Debian's chromium headless; install it once (CI runs as root).
 browser:
@@ -78,4 +88,4 @@ bench-load: $(STAMP) real-nextcloud
 
 clean:
 	@[ ! -x $(NC_KIT) ] || [ ! -d $(REAL_NC_DIR) ] || $(NC_KIT) stop $(REAL_NC_DIR)
-	rm -rf $(VENV) .pytest_cache data .demo .nextcloud
+	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp

@@ -1,6 +1,10 @@
 """Concurrent searches through a real Nextcloud 34's AppAPI proxy: searches/s, median and p95 per level.
 
-    PYTHONPATH=lib:. .venv/bin/python bench/load.py [--clients 1,4,8,16] [--calls 10] [--mode legacy]
+    PYTHONPATH=lib:. .venv/bin/python bench/load.py [--clients 1,4,8,16] [--calls 10] [--mode legacy] [--harp]
+
+``--harp`` (root, Docker): the app deployed through HaRP on Nextcloud 34 as the HaRP test tier does
+(tests/harp), each level run twice: through Nextcloud's proxy URL (PHP, then HaRP) and through
+HaRP's own ``/exapps/semantic_mcp/mcp`` (no PHP worker held while the app works).
 
 Sets up (or reuses) the nc-kit instance of the real test tier (``REAL_NC_DIR``, ``REAL_NC_PORT``;
 PHP's built-in server with 4 workers, as nc-kit runs it), registers the app as AppAPI does, gives
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -48,9 +53,9 @@ NOTES = [
 
 
 async def client_loop(stack: RealStack, user: str, calls: int, mode: str, latencies: list[float],
-                      failures: list[str], offset: int) -> None:
+                      failures: list[str], offset: int, url: str | None) -> None:
     try:
-        async with stack.client(user, mode=mode, read_timeout=120) as client:
+        async with stack.client(user, mode=mode, read_timeout=120, url=url) as client:
             for i in range(calls):
                 query = QUERIES[(offset + i) % len(QUERIES)]
                 started = time.monotonic()
@@ -67,13 +72,13 @@ async def client_loop(stack: RealStack, user: str, calls: int, mode: str, latenc
         failures.append(f"session: {type(exc).__name__}: {exc}"[:200])
 
 
-async def level(stack: RealStack, clients: int, calls: int, mode: str) -> dict:
+async def level(stack: RealStack, clients: int, calls: int, mode: str, url: str | None = None) -> dict:
     before = (await stack.status("alice")).get("verification", {})
     latencies: list[float] = []
     failures: list[str] = []
     started = time.monotonic()
     await asyncio.gather(*(
-        client_loop(stack, ("alice", "bob")[i % 2], calls, mode, latencies, failures, i * 3) for i in range(clients)
+        client_loop(stack, ("alice", "bob")[i % 2], calls, mode, latencies, failures, i * 3, url) for i in range(clients)
     ))
     elapsed = time.monotonic() - started
     after = (await stack.status("alice")).get("verification", {})
@@ -108,35 +113,60 @@ async def _has(stack: RealStack, user: str, query: str, title: str) -> bool:
     return title in await stack.titles(user, query, score_threshold=0)  # found at all, whatever the cut-off
 
 
+def harp_stack(workdir: Path) -> tuple[RealStack, list]:
+    """The HaRP tier's deployment (Docker, HaRP, Nextcloud 34, the app installed from info.xml)."""
+    sys.path.insert(0, str(ROOT / "tests" / "harp"))
+    from harpstack import KIT, Dockerd, HarpStack, build_images
+
+    daemon = Dockerd(workdir / "dockerd.log").start()
+    image = build_images(workdir / "build.log")
+    nc = RealNextcloud(Path(os.environ.get("HARP_NC_DIR") or ROOT / ".nextcloud-harp"),
+                       int(os.environ.get("HARP_NC_PORT") or 8102), kit=KIT).prepare()
+    stack = HarpStack(nc, workdir, image).start()
+    stack.install()
+    return stack, [stack.stop, nc.stop, daemon.stop]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", default="1,4,8,16")
     parser.add_argument("--calls", type=int, default=10, help="calls per client and level")
     parser.add_argument("--mode", default="legacy", choices=["legacy", "auto"],
                         help="legacy: protocol 2025-11-25 (most clients); auto: 2026-07-28")
+    parser.add_argument("--harp", action="store_true", help="deploy through HaRP; compare both paths")
     args = parser.parse_args()
-    nc = RealNextcloud().prepare()
-    stack = RealStack(nc, Path(tempfile.mkdtemp(prefix="semantic-mcp-load-")), env={"APP_LOG_LEVEL": "WARNING"})
-    stack.start()
+    workdir = Path(tempfile.mkdtemp(prefix="semantic-mcp-load-"))
+    if args.harp:
+        stack, cleanup = harp_stack(workdir)
+        paths = {"Nextcloud proxy (PHP → HaRP)": stack.mcp_url, "HaRP /exapps/": stack.harp_mcp_url}
+        server = "Nextcloud 34.0.1 + HaRP 0.4.4"
+    else:
+        nc = RealNextcloud().prepare()
+        stack = RealStack(nc, workdir, env={"APP_LOG_LEVEL": "WARNING"})
+        stack.start()
+        cleanup = [stack.stop, nc.stop]
+        paths = {"AppAPI proxy": None}
+        server = "Nextcloud 34.0.1"
     try:
         seed(stack)
         asyncio.run(wait_seeded(stack))
-        print(f"Nextcloud 34.0.1 (nc-kit: PHP built-in server, 4 workers, SQLite); MCP protocol "
+        print(f"{server} (nc-kit: PHP built-in server, 4 workers, SQLite); MCP protocol "
               f"{'2025-11-25' if args.mode == 'legacy' else '2026-07-28'}; {args.calls} searches per client\n")
-        print("| clients | calls | failed | searches/s | median ms | p95 ms | hits re-checked | own served unchecked "
-              "| shared withheld | searches short-circuited |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| path | clients | calls | failed | searches/s | median ms | p95 ms | hits re-checked "
+              "| own served unchecked | shared withheld | searches short-circuited |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for clients in (int(c) for c in args.clients.split(",")):
-            row = asyncio.run(level(stack, clients, args.calls, args.mode))
-            print(f"| {row['clients']} | {row['calls']} | {row['failed']} | {row['per_second']:.1f} | "
-                  f"{row['median_ms']:.0f} | {row['p95_ms']:.0f} | {row.get('checked', 0)} | "
-                  f"{row.get('unverified_served', 0)} | {row.get('withheld', 0)} | "
-                  f"{row.get('short_circuited_searches', 0)} |", flush=True)
-            for failure in row["failures"]:
-                print(f"    failure: {failure}", file=sys.stderr)
+            for name, url in paths.items():
+                row = asyncio.run(level(stack, clients, args.calls, args.mode, url))
+                print(f"| {name} | {row['clients']} | {row['calls']} | {row['failed']} | {row['per_second']:.1f} | "
+                      f"{row['median_ms']:.0f} | {row['p95_ms']:.0f} | {row.get('checked', 0)} | "
+                      f"{row.get('unverified_served', 0)} | {row.get('withheld', 0)} | "
+                      f"{row.get('short_circuited_searches', 0)} |", flush=True)
+                for failure in row["failures"]:
+                    print(f"    failure: {failure}", file=sys.stderr)
     finally:
-        stack.stop()
-        nc.stop()
+        for step in cleanup:
+            step()
 
 
 if __name__ == "__main__":

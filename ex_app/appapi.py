@@ -104,11 +104,13 @@ class AppAPIAuth:
 def behind_buffering_proxy(headers: Headers) -> bool:
     """True for a request relayed by AppAPI's PHP proxy, which buffers whole responses.
 
-    The PHP proxy marks what it forwards with ``X-Origin-IP``; HaRP (``HP_SHARED_KEY`` set) streams.
-    Over the PHP proxy nothing reaches the client before the response ends, so a server-initiated
-    request sent mid-call never arrives, and a chunked response arrives broken.
+    The PHP proxy marks what it forwards with ``X-Origin-IP``. Over it nothing reaches the client
+    before the response ends, so a server-initiated request sent mid-call never arrives, and a
+    chunked response arrives broken. Deployed through HaRP, the Nextcloud proxy URL still goes
+    through PHP (then HaRP) and still buffers; only HaRP's own ``/exapps/`` path streams, and
+    its requests carry no ``X-Origin-IP``.
     """
-    return "x-origin-ip" in headers and not os.environ.get("HP_SHARED_KEY")
+    return "x-origin-ip" in headers
 
 
 class WholeResponsesForPHPProxy:

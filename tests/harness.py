@@ -72,9 +72,10 @@ class McpHarness:
         direct: bool = False,
         bearer: bool = True,
         read_timeout: float = 120.0,
+        url: str | None = None,
     ) -> AsyncIterator[Client]:
-        """The official MCP client as ``user``: through the proxy with an app password, or ``direct``ly
-        on the app's port (the streaming path) with AppAPI's headers."""
+        """The official MCP client as ``user``: through the proxy (or ``url``) with an app password, or
+        ``direct``ly on the app's port (the streaming path) with AppAPI's headers."""
         if direct:
             assert self.exapp is not None
             token = base64.b64encode(f"{user}:{self.exapp.secret}".encode()).decode()
@@ -83,7 +84,7 @@ class McpHarness:
             url = f"{self.exapp.url}/mcp"
         else:
             headers = self.auth_headers(user, bearer=bearer)
-            url = self.mcp_url
+            url = url or self.mcp_url
         http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=read_timeout))
         async with http, Client(
             streamable_http_client(url, http_client=http), mode=mode, sampling_callback=sampling_callback

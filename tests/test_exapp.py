@@ -175,3 +175,16 @@ async def test_a_deck_card_arrives_changes_and_goes_through_deck_events(stack: S
     fake.delete_card("alice", card_id)
     await stack.eventually(lambda: _negated(found("brindleweed den", "Wombat den")), timeout=30)
     assert "Reconciliation deck_card" not in stack.log()[log_before:]
+
+
+def test_deployed_through_harp_the_nextcloud_proxy_url_still_counts_as_buffering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through HaRP (HP_SHARED_KEY set), Nextcloud's proxy URL still relays through PHP, which marks
+    what it forwards with X-Origin-IP; only HaRP's own /exapps/ path (no such header) streams.
+    Seen on Nextcloud 34 + HaRP: a 2025-11-25 client failed to initialize through the PHP proxy."""
+    from starlette.datastructures import Headers
+
+    from ex_app.appapi import behind_buffering_proxy
+
+    monkeypatch.setenv("HP_SHARED_KEY", "harp-key")
+    assert behind_buffering_proxy(Headers({"x-origin-ip": "203.0.113.5"}))
+    assert not behind_buffering_proxy(Headers({"ex-app-id": "semantic_mcp"}))

@@ -48,6 +48,7 @@ ROUTES = [
     {"url": "^/slash$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
     {"url": "^/first$", "verb": "GET", "access_level": 2, "headers_to_exclude": []},
     {"url": "^/first", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
+    {"url": "^\\/?escaped$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},  # "\/" is fine in PHP's /…/
 ]
 
 
@@ -599,11 +600,12 @@ def test_proxy_routes_and_headers(registered: StubExApp) -> None:
     for why, (method, path, auth) in refused.items():
         assert httpx.request(method, nc.proxy_url(registered.app_id, path), auth=auth).status_code == 404, why
     assert httpx.get(nc.proxy_url(registered.app_id, "public")).status_code == 200
+    assert httpx.get(nc.proxy_url(registered.app_id, "escaped")).status_code == 200
     assert httpx.get(nc.proxy_url(registered.app_id, "admin"), auth=nc.auth("admin")).status_code == 200
     assert httpx.get(nc.proxy_url(registered.app_id, "slash")).status_code == 200  # AppAPI 34: "/" + path
     assert httpx.get(nc.proxy_url(registered.app_id, "first"), auth=nc.auth("admin")).status_code == 200
     assert httpx.get(nc.proxy_url(registered.app_id, "firstly")).status_code == 200  # only the second matches
-    assert nc.proxy_count(registered.app_id) == before + 5 and nc.proxy_count(registered.app_id, "mcp") == 2
+    assert nc.proxy_count(registered.app_id) == before + 6 and nc.proxy_count(registered.app_id, "mcp") == 2
 
 
 @pytest.mark.parametrize("mode", ["buffered", "streaming"])

@@ -24,7 +24,8 @@ USERS = ("admin", "alice", "bob")
 
 
 class RealNextcloud:
-    def __init__(self, directory: Path | None = None, port: int | None = None) -> None:
+    def __init__(self, directory: Path | None = None, port: int | None = None, kit: Path | None = None) -> None:
+        self.kit_path = kit or KIT  # the HaRP tier runs its own instance on the 34 kit
         self.dir = (directory or Path(os.environ.get("REAL_NC_DIR") or REPO / ".nextcloud")).resolve()
         self.port = port or int(os.environ.get("REAL_NC_PORT") or 8089)
         self.env: dict[str, str] = {}
@@ -37,7 +38,7 @@ class RealNextcloud:
 
     def kit(self, command: str, *args: str, timeout: float = 900) -> str:
         result = subprocess.run(
-            [str(KIT), command, str(self.dir), *args], capture_output=True, text=True, timeout=timeout
+            [str(self.kit_path), command, str(self.dir), *args], capture_output=True, text=True, timeout=timeout
         )
         if result.returncode != 0:
             raise RuntimeError(f"nc-kit {command} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
