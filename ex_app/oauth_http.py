@@ -30,7 +30,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
-from semantic_mcp.oauth import AuthorizationServer, OAuthError, RedirectableError
+from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
             return _error_page("You are not logged in to Nextcloud.", 401)
         try:
             form = await _form(request)
-            target = self.server.decide(user, form.get("request_id", ""), form.get("csrf_token", ""),
+            target = await self.server.decide(user, form.get("request_id", ""), form.get("csrf_token", ""),
                                         approve=form.get("decision") == "approve")
         except OAuthError as exc:
             return _error_page(exc.description, 400)
@@ -260,7 +260,11 @@ class BearerGuard:
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
-        grant = self.server.verify(token) if token else None
+        try:
+            grant = await self.server.verify(token) if token else None
+        except AccountUnconfirmed as exc:  # not a 401: the client would drop its tokens and start over
+            await JSONResponse(exc.as_json(), status_code=503, headers={"Retry-After": "30"})(scope, receive, send)
+            return
         if grant is not None:
             scope["username"] = grant.user
             scope["oauth_scopes"] = grant.scopes

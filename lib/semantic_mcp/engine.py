@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .accounts import AccountDirectory
 from .config import AdminSettings, Deployment
 from .documents import DOC_TYPES, DocRef
 from .embedding import CachedEmbedder, EmbeddingCache, Embedder, make_embedder
@@ -94,6 +95,8 @@ class Engine:
         self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
         self.health = nc.health
         self.health.on_resume(self._catch_up)
+        self.accounts = AccountDirectory(nc)
+        self.accounts.holders.append(self)
         self.webhooks = WebhookHealth()
 
     # --- components that follow the admin settings ------------------------------------------
@@ -178,14 +181,24 @@ class Engine:
         log.info("Indexing disabled for %s; their vectors were deleted", user)
 
     async def users(self) -> list[str]:
-        """Users to index: Nextcloud's users that are enabled, plus anyone who opted in."""
+        """Users to index: Nextcloud's users that are enabled, plus anyone who opted in. What was kept
+        for an account Nextcloud no longer has is purged (each one confirmed gone first)."""
         try:
             listed = await self._list_users()
         except Exception as exc:  # keep indexing known users when the listing fails
             log.warning("Could not list Nextcloud users (%s); using the users already known", exc)
             return sorted(u for u in self.state.known_users() if self.is_user_enabled(u))
-        # Known users Nextcloud does not list are gone (or never existed: an event can name anyone).
+        await self.accounts.purge_departed(listed)
         return sorted(u for u in listed if self.is_user_enabled(u))
+
+    def users_with_data(self) -> set[str]:
+        return self.state.users_with_data()
+
+    def purge_user(self, user: str) -> None:
+        """Everything indexed for a deleted account: its state rows, keyword index and vectors."""
+        self.state.delete_user(user)
+        self.keyword.delete_user(user)
+        self.store().delete_user(user)
 
     # --- events and reconciliation --------------------------------------------------------------
 

@@ -334,6 +334,18 @@ class IndexState:
         rows = self._rows("SELECT enabled FROM users WHERE user = ?", user)
         return bool(rows[0]["enabled"]) if rows and rows[0]["enabled"] is not None else None
 
+    def users_with_data(self) -> set[str]:
+        """Every user anything is kept for (queue, index, decisions, cursors, choices)."""
+        tables = ("users", "tasks", "documents", "skipped", "dead_letters", "cursors")
+        rows = self._rows(" UNION ".join(f"SELECT user FROM {table}" for table in tables))
+        return {row["user"] for row in rows}
+
+    def delete_user(self, user: str) -> None:
+        """Forget an account that is gone, its own choices included."""
+        with self._tx() as db:
+            for table in ("tasks", "documents", "skipped", "dead_letters", "cursors", "users"):
+                db.execute(f"DELETE FROM {table} WHERE user = ?", (user,))
+
     def known_users(self) -> list[str]:
         return [row["user"] for row in self._rows("SELECT user FROM users")]
 

@@ -7,10 +7,10 @@ registration), ``store`` keeps grants and hashed tokens in SQLite. The HTTP side
 
 from .clients import ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError
-from .server import AccessGrant, AuthorizationRequest, AuthorizationServer
+from .server import AccessGrant, AccountUnconfirmed, AuthorizationRequest, AuthorizationServer
 from .store import OAuthStore
 
 __all__ = [
-    "AccessGrant", "AuthorizationRequest", "AuthorizationServer", "ClientRegistry", "MetadataPolicy",
+    "AccessGrant", "AccountUnconfirmed", "AuthorizationRequest", "AuthorizationServer", "ClientRegistry", "MetadataPolicy",
     "OAuthError", "OAuthStore", "RedirectableError",
 ]

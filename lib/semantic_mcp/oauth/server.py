@@ -4,28 +4,36 @@ Issuer: ``<public Nextcloud URL>/index.php/apps/app_api/proxy/<app id>``; protec
 the MCP endpoint, issuer + ``/mcp``. Authorization code with PKCE S256 only; opaque access
 tokens (an hour) bound to that resource; rotating refresh tokens, where presenting a used one
 again revokes the whole grant (it was stolen or replayed), as does presenting a code twice.
+A grant ends 30 days after consent however often it is refreshed, and holds only while its account
+does: every token use and refresh asks Nextcloud (cached a minute) whether the account is still
+enabled and still the same person (ADR 0500).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
+from ..accounts import Account
 from ..config import AdminSettings
 from .clients import Client, ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError
 from .store import Grant, OAuthStore, new_secret
 
+log = logging.getLogger(__name__)
+
 ACCESS_TOKEN_SECONDS = 3600
 REFRESH_TOKEN_SECONDS = 30 * 86400
+GRANT_SECONDS = 30 * 86400  # absolute: after it, the user consents again
 CODE_SECONDS = 300
 CONSENT_SECONDS = 900
 PURGE_SECONDS = 3600
@@ -63,6 +71,32 @@ def _redirect(uri: str, params: dict[str, str | None]) -> str:
     return f"{uri}{'&' if '?' in uri else '?'}{query}"
 
 
+class Accounts(Protocol):
+    async def account(self, user: str) -> Account: ...
+
+
+class AccountUnconfirmed(OAuthError):
+    """Nextcloud could not say now whether the account still holds: try again, nothing is revoked."""
+
+    def __init__(self) -> None:
+        super().__init__("temporarily_unavailable", "Nextcloud cannot confirm the account right now; try again",
+                         status=503)
+
+
+def _made_by(identity: str | None, granted_at: float) -> bool:
+    """Whether an account with this first-login time can have made a grant at ``granted_at`` (for grants
+    from before identities were kept): it logged in before then, or before Nextcloud 31 (-1)."""
+    try:
+        first_login = int(identity or "")
+    except ValueError:
+        return False
+    return first_login == -1 or 0 < first_login <= granted_at
+
+
+def _grant_end(grant: Grant) -> float:
+    return grant.expires_at or grant.created_at + GRANT_SECONDS
+
+
 def pkce_s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 
@@ -76,9 +110,11 @@ class AuthorizationServer:
         public_url: str,
         app_id: str,
         *,
+        accounts: Accounts | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.accounts = accounts  # None only in tests of the flows alone
         self.clients = registry
         self.settings = settings
         self.public_url = public_url.rstrip("/")
@@ -88,10 +124,11 @@ class AuthorizationServer:
         self._purged_at = 0.0
 
     @classmethod
-    def open(cls, storage: Path, settings: Callable[[], AdminSettings], public_url: str, app_id: str) -> AuthorizationServer:
+    def open(cls, storage: Path, settings: Callable[[], AdminSettings], public_url: str, app_id: str,
+             accounts: Accounts) -> AuthorizationServer:
         """The server on its SQLite file under the app's persistent storage."""
         store = OAuthStore(storage / "oauth.db")
-        return cls(store, ClientRegistry(store), settings, public_url, app_id)
+        return cls(store, ClientRegistry(store), settings, public_url, app_id, accounts=accounts)
 
     # --- discovery
 
@@ -199,7 +236,7 @@ class AuthorizationServer:
         """Remember the request for the consent form; returns (request id, anti-CSRF token)."""
         return self.store.add_consent_request(user, asdict(request), self.clock() + CONSENT_SECONDS)
 
-    def decide(self, user: str, request_id: str, csrf: str, approve: bool) -> str:
+    async def decide(self, user: str, request_id: str, csrf: str, approve: bool) -> str:
         """The user's answer on the consent form; returns where to send the browser."""
         self._require_enabled()
         stored = self.store.take_consent_request(request_id, user, csrf, self.clock())
@@ -209,8 +246,13 @@ class AuthorizationServer:
         if not approve:
             return _redirect(request.redirect_uri, {"error": "access_denied", "error_description": "the user declined",
                                                     "state": request.state, "iss": self.issuer})
+        account = await self._account(user)
+        if account.state != "active" or account.identity is None:
+            raise OAuthError("access_denied", "this Nextcloud account cannot connect clients")
+        now = self.clock()
         grant = self.store.add_grant(user, request.client_id, request.client_name, request.redirect_uri,
-                                     request.scope, self.resource, self.clock())
+                                     request.scope, self.resource, now, account_id=account.identity,
+                                     expires_at=now + GRANT_SECONDS)
         code = new_secret()
         self.store.add_code(code, grant, request.redirect_uri, request.code_challenge, self.clock() + CODE_SECONDS)
         return _redirect(request.redirect_uri, {"code": code, "state": request.state, "iss": self.issuer})
@@ -224,9 +266,9 @@ class AuthorizationServer:
         if form.get("resource") and not self._is_our_resource(form["resource"]):
             raise OAuthError("invalid_target", f"this server issues tokens only for {self.resource}")
         if grant_type == "authorization_code":
-            return self._exchange_code(client, form)
+            return await self._exchange_code(client, form)
         if grant_type == "refresh_token":
-            return self._refresh(client, form)
+            return await self._refresh(client, form)
         raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
 
     async def _authenticate_client(self, form: dict[str, str]) -> Client:
@@ -238,7 +280,7 @@ class AuthorizationServer:
             raise OAuthError("invalid_client", "client authentication failed", status=401)
         return client
 
-    def _exchange_code(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+    async def _exchange_code(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
         now = self.clock()
         code_value, verifier = form.get("code"), form.get("code_verifier")
         if not code_value:
@@ -259,9 +301,11 @@ class AuthorizationServer:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request")
         if not secrets.compare_digest(pkce_s256(verifier), code.code_challenge):
             raise OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match code_challenge")
+        if not await self._account_holds(code.grant, now):
+            raise OAuthError("invalid_grant", "the account that authorized this code is disabled or gone")
         return self._issue(code.grant, code.grant.scope, now)
 
-    def _refresh(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+    async def _refresh(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
         now = self.clock()
         value = form.get("refresh_token")
         if not value:
@@ -274,8 +318,10 @@ class AuthorizationServer:
         if token.used_at is not None:
             self.store.revoke_grant(token.grant.id, now)  # rotation reuse: someone else holds a copy
             raise OAuthError("invalid_grant", "refresh token already used; the grant is revoked")
-        if token.expires_at < now:
-            raise OAuthError("invalid_grant", "refresh token expired")
+        if token.expires_at < now or _grant_end(token.grant) < now:
+            raise OAuthError("invalid_grant", "refresh token expired (a connection lasts 30 days: connect again)")
+        if not await self._account_holds(token.grant, now):
+            raise OAuthError("invalid_grant", "the account that authorized this client is disabled or gone")
         requested = form.get("scope")
         if requested and not set(requested.split()) <= token.scopes:
             raise OAuthError("invalid_scope", "a refresh cannot add scopes the user did not grant")
@@ -291,10 +337,12 @@ class AuthorizationServer:
             self.store.purge_expired(now)
             self._purged_at = now
         access, refresh = new_secret(), new_secret()
-        self.store.add_token(access, "access", grant, scope, now + ACCESS_TOKEN_SECONDS)
-        self.store.add_token(refresh, "refresh", grant, scope, now + REFRESH_TOKEN_SECONDS)
+        end = _grant_end(grant)  # no token outlives its grant, however often it is refreshed
+        access_ends = min(now + ACCESS_TOKEN_SECONDS, end)
+        self.store.add_token(access, "access", grant, scope, access_ends)
+        self.store.add_token(refresh, "refresh", grant, scope, min(now + REFRESH_TOKEN_SECONDS, end))
         self.store.touch_grant(grant.id, now)
-        return {"access_token": access, "token_type": "Bearer", "expires_in": ACCESS_TOKEN_SECONDS,
+        return {"access_token": access, "token_type": "Bearer", "expires_in": int(access_ends - now),
                 "refresh_token": refresh, "scope": scope}
 
     # --- revocation (RFC 7009) and the resource side
@@ -315,8 +363,10 @@ class AuthorizationServer:
                 self.store.delete_token(value)
         # unknown tokens: 200 all the same (RFC 7009 2.2)
 
-    def verify(self, access_token: str) -> AccessGrant | None:
-        """A bearer token of ours: unexpired, unrevoked, minted for this resource; scopes as the admin now allows."""
+    async def verify(self, access_token: str) -> AccessGrant | None:
+        """A bearer token of ours: unexpired, unrevoked, minted for this resource, its account still enabled
+        and the same; scopes as the admin now allows. Raises :class:`AccountUnconfirmed` when Nextcloud
+        cannot say."""
         if not self.enabled:
             return None
         token = self.store.token(access_token, "access")
@@ -325,8 +375,42 @@ class AuthorizationServer:
             return None
         if token.grant.resource != self.resource:
             return None
+        if not await self._account_holds(token.grant, now):
+            return None
         self.store.touch_grant(token.grant.id, now)
         return AccessGrant(token.grant.user, token.scopes & frozenset(self.allowed_scopes()), token.grant.client_name)
+
+    # --- the account behind a grant
+
+    async def _account(self, user: str) -> Account:
+        if self.accounts is None:
+            return Account(user, "active", "unchecked")
+        account = await self.accounts.account(user)
+        if account.state == "unknown":
+            raise AccountUnconfirmed()
+        return account
+
+    async def _account_holds(self, grant: Grant, now: float) -> bool:
+        """The grant's account is enabled and is the one that consented; otherwise its grants end now."""
+        account = await self._account(grant.user)
+        if account.state == "active" and grant.account_id is None and _made_by(account.identity, grant.created_at):
+            self.store.bind_grant(grant.id, account.identity or "", _grant_end(grant))
+            return True
+        if account.state == "active" and account.identity == grant.account_id:
+            return True
+        if account.state == "active":  # the uid now belongs to someone else: only this grant is known stale
+            self.store.revoke_grant(grant.id, now)
+            log.warning("Revoked an OAuth grant of %r: the account was deleted and its id given anew", grant.user)
+        else:
+            count = self.store.revoke_grants_of(grant.user, now)
+            log.warning("Revoked %d OAuth grant(s) of %r: the account is %s", count, grant.user, account.state)
+        return False
+
+    def users_with_data(self) -> set[str]:
+        return self.store.users_with_grants()
+
+    def purge_user(self, user: str) -> None:
+        self.store.delete_user(user)
 
     # --- a user's connected clients
 
