@@ -46,6 +46,8 @@ from .upkeep import (
 log = logging.getLogger("semantic_mcp")
 
 SETTINGS_REFRESH_SECONDS = float(os.environ.get("SETTINGS_REFRESH_SECONDS", "10"))
+# How long an account found enabled is trusted before a token's next use asks Nextcloud again.
+ACCOUNT_CHECK_SECONDS = float(os.environ.get("ACCOUNT_CHECK_SECONDS", "60"))
 
 
 class SettingsCache:
@@ -103,6 +105,7 @@ def create_app() -> FastAPI:
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
                                      engine.accounts)
     engine.accounts.holders.append(oauth)  # a deleted account's grants go with its index
+    engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
