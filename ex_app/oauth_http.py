@@ -53,10 +53,18 @@ def _user(request: Request) -> str:
     return str(request.scope.get("username") or "")
 
 
+def _source(request: Request) -> str:
+    """The caller's address as Nextcloud saw it: AppAPI's proxy sets ``X-Origin-IP`` (and drops any the
+    caller sent); without it (HaRP, a direct call) the connecting peer."""
+    return request.headers.get("x-origin-ip") or (request.client.host if request.client else "")
+
+
 def _error_json(exc: OAuthError) -> JSONResponse:
     headers = dict(NO_STORE)
     if exc.status == 401:
         headers["WWW-Authenticate"] = 'Bearer error="invalid_client"'
+    if exc.status in (429, 503):
+        headers["Retry-After"] = "60"
     return JSONResponse(exc.as_json(), status_code=exc.status, headers=headers)
 
 
@@ -145,11 +153,11 @@ class OAuthHTTP:
     async def authorize(self, request: Request) -> Response:
         params = {key: value for key, value in request.query_params.items()}
         try:
-            authorization, client = await self.server.validate_authorization(params)
+            authorization, client = await self.server.validate_authorization(params, _source(request))
         except RedirectableError as exc:
             return _navigate(self.server.error_redirect(exc))
         except OAuthError as exc:
-            return _error_page(exc.description, 403 if exc.status == 403 else 400)
+            return _error_page(exc.description, exc.status if exc.status in (403, 429) else 400)
         user = _user(request)
         if not user:
             back = f"{self._issuer_path}/oauth/authorize?{request.url.query}"
@@ -195,7 +203,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def token(self, request: Request) -> Response:
         try:
-            answer = await self.server.token(await _form(request))
+            answer = await self.server.token(await _form(request), _source(request))
         except OAuthError as exc:
             log.info("Token request refused: %s", exc.error)
             return _error_json(exc)
@@ -203,7 +211,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def register(self, request: Request) -> Response:
         try:
-            answer = self.server.register(await request.body())
+            answer = self.server.register(await request.body(), _source(request))
         except OAuthError as exc:
             return _error_json(exc)
         log.info("Registered OAuth client %r", answer["client_name"])
@@ -211,7 +219,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def revoke(self, request: Request) -> Response:
         try:
-            await self.server.revoke(await _form(request))
+            await self.server.revoke(await _form(request), _source(request))
         except OAuthError as exc:
             return _error_json(exc)
         return Response(status_code=200, headers=NO_STORE)

@@ -173,12 +173,12 @@ class AuthorizationServer:
             **({"registration_endpoint": f"{oauth}/register"} if self.settings().oauth_allow_registration else {}),
         }
 
-    def register(self, body: bytes) -> dict[str, Any]:
-        """RFC 7591 dynamic registration, when the admin allows it."""
+    def register(self, body: bytes, source: str = "") -> dict[str, Any]:
+        """RFC 7591 dynamic registration, when the admin allows it; ``source`` is the caller's address."""
         self._require_enabled()
         if not self.settings().oauth_allow_registration:
             raise OAuthError("access_denied", "client registration is switched off on this Nextcloud", status=403)
-        return self.clients.register(body)
+        return self.clients.register(body, source)
 
     def policy(self) -> MetadataPolicy:
         settings = self.settings()
@@ -190,14 +190,14 @@ class AuthorizationServer:
 
     # --- authorization endpoint
 
-    async def validate_authorization(self, params: dict[str, str]) -> tuple[AuthorizationRequest, Client]:
+    async def validate_authorization(self, params: dict[str, str], source: str = "") -> tuple[AuthorizationRequest, Client]:
         """Errors about the client or its redirect URI are shown to the user (never redirected to an
         unverified URI); the rest go back to the client as :class:`RedirectableError`."""
         self._require_enabled()
         client_id = params.get("client_id")
         if not client_id:
             raise OAuthError("invalid_request", "client_id is missing")
-        client = await self.clients.find(client_id, self.policy())
+        client = await self.clients.find(client_id, self.policy(), source)
         redirect_uri = client.redirect_uri_for(params.get("redirect_uri"))
         state = params.get("state")
 
@@ -259,9 +259,9 @@ class AuthorizationServer:
 
     # --- token endpoint
 
-    async def token(self, form: dict[str, str]) -> dict[str, Any]:
+    async def token(self, form: dict[str, str], source: str = "") -> dict[str, Any]:
         self._require_enabled()
-        client = await self._authenticate_client(form)
+        client = await self._authenticate_client(form, source)
         grant_type = form.get("grant_type")
         if form.get("resource") and not self._is_our_resource(form["resource"]):
             raise OAuthError("invalid_target", f"this server issues tokens only for {self.resource}")
@@ -271,11 +271,11 @@ class AuthorizationServer:
             return await self._refresh(client, form)
         raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
 
-    async def _authenticate_client(self, form: dict[str, str]) -> Client:
+    async def _authenticate_client(self, form: dict[str, str], source: str) -> Client:
         client_id, secret = form.get("client_id"), form.get("client_secret")
         if not client_id:
             raise OAuthError("invalid_client", "client_id is missing", status=401)
-        client = await self.clients.find(client_id, self.policy())
+        client = await self.clients.find(client_id, self.policy(), source)
         if not client.check_secret(secret):
             raise OAuthError("invalid_client", "client authentication failed", status=401)
         return client
@@ -347,8 +347,8 @@ class AuthorizationServer:
 
     # --- revocation (RFC 7009) and the resource side
 
-    async def revoke(self, form: dict[str, str]) -> None:
-        client = await self._authenticate_client(form)
+    async def revoke(self, form: dict[str, str], source: str = "") -> None:
+        client = await self._authenticate_client(form, source)
         value = form.get("token")
         if not value:
             raise OAuthError("invalid_request", "token is missing")

@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS tokens (
     expires_at REAL NOT NULL, used_at REAL
 );
 CREATE INDEX IF NOT EXISTS tokens_by_grant ON tokens (grant_id);
+CREATE TABLE IF NOT EXISTS anonymous_requests (  -- registrations and document fetches, for their quotas
+    kind TEXT NOT NULL, source TEXT NOT NULL, at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS anonymous_requests_by_kind ON anonymous_requests (kind, at);
 """
 
 
@@ -150,6 +154,24 @@ class OAuthStore:
             "INSERT OR REPLACE INTO metadata_documents (url, metadata, expires_at) VALUES (?, ?, ?)",
             (url, json.dumps(metadata), expires_at),
         )
+
+    def admit_anonymous(self, kind: str, source: str, now: float, window: float, per_source: int,
+                        in_total: int) -> str | None:
+        """Count one anonymous request of ``kind`` from ``source`` unless a quota for the last
+        ``window`` seconds is used up; returns which one ("source", "total") or None."""
+        with self._lock:
+            since = now - window
+            total = self._db.execute("SELECT COUNT(*) FROM anonymous_requests WHERE kind = ? AND at > ?",
+                                     (kind, since)).fetchone()[0]
+            mine = self._db.execute("SELECT COUNT(*) FROM anonymous_requests WHERE kind = ? AND at > ? AND source = ?",
+                                    (kind, since, source)).fetchone()[0]
+            if mine >= per_source:
+                return "source"
+            if total >= in_total:
+                return "total"
+            self._db.execute("INSERT INTO anonymous_requests (kind, source, at) VALUES (?, ?, ?)", (kind, source, now))
+            self._db.execute("DELETE FROM anonymous_requests WHERE at < ?", (now - 86400,))
+        return None
 
     # --- consent requests
 
