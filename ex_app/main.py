@@ -23,6 +23,7 @@ from nc_py_api.ex_app import set_handlers
 from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
+from semantic_mcp.accounts import DataHolder
 from semantic_mcp.config import AdminSettings, Deployment
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
@@ -104,7 +105,7 @@ def create_app() -> FastAPI:
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
                                      engine.accounts)
-    engine.accounts.holders.append(oauth)  # a deleted account's grants go with its index
+    engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding

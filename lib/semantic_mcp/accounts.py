@@ -41,22 +41,31 @@ class Account:
     identity: str | None = None  # firstLoginTimestamp, as text; only for an active account
 
 
-class AccountData(Protocol):
-    """A store that keeps something per account: told when an account is gone or was replaced."""
+@dataclass(frozen=True)
+class DataHolder:
+    """A store that keeps something per account (the index, OAuth grants): purged with the account."""
 
-    def users_with_data(self) -> set[str]: ...
+    users_with_data: Callable[[], set[str]]
+    purge_user: Callable[[str], None]
 
-    def purge_user(self, user: str) -> None: ...
+
+class IdentityRecord(Protocol):
+    """Who each user was when last seen (the index state keeps it), so a uid given anew is noticed."""
+
+    def account_id(self, user: str) -> str | None: ...
+
+    def set_account_id(self, user: str, account_id: str) -> None: ...
 
 
 class AccountDirectory:
-    def __init__(self, nc: NextcloudClient, *, ttl: float = CACHE_SECONDS,
+    def __init__(self, nc: NextcloudClient, *, identities: IdentityRecord | None = None, ttl: float = CACHE_SECONDS,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.nc = nc
+        self.identities = identities
         self.ttl = ttl
         self.clock = clock
         self._cache: dict[str, tuple[float, Account]] = {}
-        self.holders: list[AccountData] = []
+        self.holders: list[DataHolder] = []
 
     async def account(self, user: str, *, fresh: bool = False) -> Account:
         """The account's state, asked at most once per ``ttl`` (unknown answers are not kept)."""
@@ -99,21 +108,36 @@ class AccountDirectory:
     def forget(self, user: str) -> None:
         self._cache.pop(user, None)
 
-    async def purge_departed(self, listed: Iterable[str]) -> list[str]:
-        """Purge everything kept for accounts Nextcloud no longer has. ``listed`` is a user list
-        Nextcloud just answered; each missing account is confirmed gone on its own before anything
-        is deleted, so an incomplete list or a transient error purges nothing."""
+    async def sweep(self, listed: Iterable[str]) -> list[str]:
+        """Purge everything kept for accounts Nextcloud no longer has, or that now belong to someone
+        else. ``listed`` is a user list Nextcloud just answered; an account missing from it is
+        confirmed gone on its own before anything is deleted, so an incomplete list or a transient
+        error purges nothing. Returns the users purged."""
         present = set(listed)
-        held = set().union(*(holder.users_with_data() for holder in self.holders)) if self.holders else set()
         purged = []
-        for user in sorted(held - present):
-            if (await self.account(user, fresh=True)).state == "gone":
-                self.purge(user)
+        for user in sorted(set().union(*(holder.users_with_data() for holder in self.holders))):
+            if user not in present:
+                if (await self.account(user, fresh=True)).state == "gone":
+                    self.purge(user, "is gone from Nextcloud")
+                    purged.append(user)
+            elif self.identities is not None and await self._replaced(user):
                 purged.append(user)
         return purged
 
-    def purge(self, user: str) -> None:
-        log.info("Account %r is gone from Nextcloud: purging its index, state and OAuth grants", user)
+    async def _replaced(self, user: str) -> bool:
+        account = await self.account(user)
+        if account.state != "active" or account.identity is None:
+            return False
+        known = self.identities.account_id(user) if self.identities else None
+        replaced = known is not None and known != account.identity
+        if replaced:
+            self.purge(user, "was deleted and its id given to a new account")
+        if self.identities is not None:
+            self.identities.set_account_id(user, account.identity)
+        return replaced
+
+    def purge(self, user: str, why: str) -> None:
+        log.info("Account %r %s: purging its index, state and OAuth grants", user, why)
         for holder in self.holders:
             holder.purge_user(user)
         self.forget(user)

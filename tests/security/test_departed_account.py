@@ -21,11 +21,14 @@ import pytest
 from fake_nextcloud import FakeNextcloud
 from fake_nextcloud.exapps import ExApp
 from oauth_support import REDIRECT_URI, pkce
-from semantic_mcp.accounts import CACHE_SECONDS, AccountDirectory
+from semantic_mcp.accounts import CACHE_SECONDS, AccountDirectory, DataHolder
 from semantic_mcp.config import AdminSettings
+from semantic_mcp.documents import DocRef
+from semantic_mcp.indexing.state import IndexState
 from semantic_mcp.nextcloud import NextcloudClient
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, ClientRegistry, OAuthError, OAuthStore
-from semantic_mcp.oauth.server import GRANT_SECONDS, REFRESH_TOKEN_SECONDS
+from semantic_mcp.oauth.binding import GRANT_SECONDS
+from semantic_mcp.oauth.server import REFRESH_TOKEN_SECONDS
 
 APP = "semantic_mcp"
 
@@ -58,7 +61,7 @@ async def server(fake: FakeNextcloud, clock: Clock, tmp_path: Path) -> AsyncIter
     store = OAuthStore(tmp_path / "oauth.db")
     server = AuthorizationServer(store, ClientRegistry(store), AdminSettings, "https://cloud.example.com", APP,
                                  accounts=accounts, clock=clock)
-    accounts.holders.append(server)
+    accounts.holders.append(DataHolder(store.users_with_grants, store.delete_user))
     yield server
     await nc.aclose()
 
@@ -115,8 +118,8 @@ async def test_a_deleted_accounts_token_stops_working_and_its_grants_are_purged(
     assert await server.verify(answer["access_token"]) is None
     with pytest.raises(OAuthError):
         await refresh(server, client_id, answer)
-    purged = await server.accounts.purge_departed(["admin", "bob"])
-    assert purged == ["alice"] and "alice" not in server.users_with_data()
+    purged = await server.binding.accounts.sweep(["admin", "bob"])
+    assert purged == ["alice"] and "alice" not in server.store.users_with_grants()
     assert (await server.verify(bobs["access_token"])).user == "bob"  # nobody else is touched
 
 
@@ -173,10 +176,10 @@ async def test_nextcloud_unreachable_refuses_for_now_and_revokes_nothing(
         with pytest.raises(OAuthError) as refused:
             await refresh(server, client_id, answer)
         assert refused.value.status == 503
-        assert await server.accounts.purge_departed([]) == []  # an empty list purges nothing unconfirmed
+        assert await server.binding.accounts.sweep([]) == []  # an empty list purges nothing unconfirmed
     finally:
         fake.set_maintenance(False)
-    await asyncio.wait_for(server.accounts.nc.health.wait_usable(), timeout=30)
+    await asyncio.wait_for(server.binding.accounts.nc.health.wait_usable(), timeout=30)
     past_the_cache(clock)
     assert (await server.verify(answer["access_token"])).user == "alice"
 
@@ -185,5 +188,32 @@ async def test_a_disabled_account_is_not_purged(server: AuthorizationServer, fak
     """Only "no such account" purges: a disabled one is still listed by AppAPI, so its data stays."""
     await connect(server)
     fake.set_user_enabled("alice", False)
-    assert await server.accounts.purge_departed(["admin", "bob"]) == []
-    assert "alice" in server.users_with_data()
+    assert await server.binding.accounts.sweep(["admin", "bob"]) == []
+    assert "alice" in server.store.users_with_grants()
+
+
+async def test_an_index_kept_for_a_uid_given_anew_is_purged_at_the_next_sweep(
+    fake: FakeNextcloud, clock: Clock, tmp_path: Path
+) -> None:
+    """Deleted and created again between two reconciliations, the uid is listed both times: only
+    its identity shows that the index kept under it is another person's."""
+    nc = NextcloudClient(fake.url, lambda user: fake.appapi_headers(APP, user))
+    state = IndexState(tmp_path / "state.db")
+    accounts = AccountDirectory(nc, identities=state, clock=clock)
+    accounts.holders.append(DataHolder(state.users_with_data, state.delete_user))
+    try:
+        for user in ("alice", "bob"):
+            state.record_indexed(DocRef(user, "note", "1"), "v1", "Notes/Diary.md", "Diary", 1, 0)
+        listed = ["admin", "alice", "bob"]
+        assert await accounts.sweep(listed) == []  # first sight: identities recorded
+        fake.delete_user("alice")
+        fake.add_user("alice", "Another Alice")
+        past_the_cache(clock)
+        assert await accounts.sweep(listed) == ["alice"]
+        assert state.indexed(DocRef("alice", "note", "1")) is None
+        assert state.indexed(DocRef("bob", "note", "1")) is not None
+        past_the_cache(clock)
+        assert await accounts.sweep(listed) == []  # the new alice is now the one on record
+    finally:
+        state.close()
+        await nc.aclose()

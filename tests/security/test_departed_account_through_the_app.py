@@ -113,3 +113,21 @@ async def test_a_deleted_account_is_purged_and_its_uid_given_anew_inherits_nothi
         assert not [hit for hit in hits if "Garden plans" in hit["title"]]  # the old bob's note is gone
     finally:
         departed_stack.set_admin_field("reconcile_interval_minutes", "15")
+
+
+async def test_a_uid_given_anew_before_any_reconciliation_never_sees_the_old_index(departed_stack: Stack) -> None:
+    """alice is deleted and created again at once: listed at every pass, she is noticed only by her
+    account identity, at the next reconciliation."""
+    assert "Meeting notes" in await departed_stack.titles("alice", "Budget review moved to Friday")
+    departed_stack.fake.delete_user("alice")
+    departed_stack.fake.add_user("alice", "Another Alice", password="another-alice-password")
+    departed_stack.set_admin_field("reconcile_interval_minutes", "0.025")
+    try:
+        await departed_stack.eventually(
+            lambda: _without(departed_stack, "alice", "Budget review moved to Friday", "Meeting notes"), timeout=60)
+    finally:
+        departed_stack.set_admin_field("reconcile_interval_minutes", "15")
+
+
+async def _without(stack: Stack, user: str, query: str, title: str) -> bool:
+    return title not in await stack.titles(user, query)

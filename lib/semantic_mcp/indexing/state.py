@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..documents import DocRef, DocType
+from .user_records import UserRecords
 
 Action = Literal["upsert", "delete"]
 
@@ -67,7 +68,8 @@ CREATE TABLE IF NOT EXISTS users (
     user TEXT PRIMARY KEY,
     enabled INTEGER,             -- the user's own choice; NULL when they never chose (admin default applies)
     changed_at REAL NOT NULL,
-    last_event REAL
+    last_event REAL,
+    account_id TEXT              -- the account's identity when last seen (accounts.py): a new one means a new person
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
@@ -91,7 +93,7 @@ class IndexedDoc:
     chunk_count: int
 
 
-class IndexState:
+class IndexState(UserRecords):
     """All durable indexing state. Thread-safe: the pipeline calls it from worker threads too."""
 
     def __init__(self, path: Path) -> None:
@@ -100,6 +102,8 @@ class IndexState:
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._db.executescript(_SCHEMA)
+        if "account_id" not in {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}:
+            self._db.execute("ALTER TABLE users ADD COLUMN account_id TEXT")  # a database from before it
 
     def close(self) -> None:
         with self._lock:
@@ -316,46 +320,7 @@ class IndexState:
             for table in ("documents", "skipped", "cursors"):
                 db.execute(f"DELETE FROM {table}")
 
-    # --- users, cursors, status ------------------------------------------------------------------
-
-    def set_user_enabled(self, user: str, enabled: bool) -> None:
-        with self._tx() as db:
-            db.execute(
-                """INSERT INTO users (user, enabled, changed_at) VALUES (?, ?, ?)
-                   ON CONFLICT (user) DO UPDATE SET enabled = excluded.enabled, changed_at = excluded.changed_at""",
-                (user, int(enabled), time.time()),
-            )
-            if not enabled:
-                for table in ("tasks", "documents", "skipped", "dead_letters", "cursors"):
-                    db.execute(f"DELETE FROM {table} WHERE user = ?", (user,))
-
-    def user_choice(self, user: str) -> bool | None:
-        """The user's own opt-in/out, or None when they never chose (the admin default applies)."""
-        rows = self._rows("SELECT enabled FROM users WHERE user = ?", user)
-        return bool(rows[0]["enabled"]) if rows and rows[0]["enabled"] is not None else None
-
-    def users_with_data(self) -> set[str]:
-        """Every user anything is kept for (queue, index, decisions, cursors, choices)."""
-        tables = ("users", "tasks", "documents", "skipped", "dead_letters", "cursors")
-        rows = self._rows(" UNION ".join(f"SELECT user FROM {table}" for table in tables))
-        return {row["user"] for row in rows}
-
-    def delete_user(self, user: str) -> None:
-        """Forget an account that is gone, its own choices included."""
-        with self._tx() as db:
-            for table in ("tasks", "documents", "skipped", "dead_letters", "cursors", "users"):
-                db.execute(f"DELETE FROM {table} WHERE user = ?", (user,))
-
-    def known_users(self) -> list[str]:
-        return [row["user"] for row in self._rows("SELECT user FROM users")]
-
-    def note_event(self, user: str) -> None:
-        with self._tx() as db:
-            db.execute(
-                """INSERT INTO users (user, enabled, changed_at, last_event) VALUES (?, NULL, ?, ?)
-                   ON CONFLICT (user) DO UPDATE SET last_event = excluded.last_event""",
-                (user, time.time(), time.time()),
-            )
+    # --- cursors and meta ---------------------------------------------------------------------
 
     def has_cursors(self) -> bool:
         """Whether anything was ever listed (an app restarted, rather than installed anew)."""
@@ -375,35 +340,6 @@ class IndexState:
                      last_full = COALESCE(excluded.last_full, cursors.last_full)""",
                 (user, doc_type, cursor, now, now if full else None),
             )
-
-    def status(self, user: str) -> dict[str, Any]:
-        """Per-source counts and times for the status tool."""
-        per_type: dict[str, dict[str, Any]] = {}
-
-        def bump(table: str, key: str) -> None:
-            for row in self._rows(f"SELECT doc_type, COUNT(*) AS n FROM {table} WHERE user = ? GROUP BY doc_type", user):
-                per_type.setdefault(row["doc_type"], {})[key] = row["n"]
-
-        bump("documents", "indexed")
-        bump("tasks", "pending")
-        bump("dead_letters", "failed")
-        bump("skipped", "skipped")
-        for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
-            per_type.setdefault(row["doc_type"], {})["last_reconciliation"] = row["last_reconcile"]
-        users = self._rows("SELECT last_event FROM users WHERE user = ?", user)
-        dead = self._rows(
-            "SELECT doc_type, source_id, reason, attempts, at FROM dead_letters WHERE user = ? ORDER BY at DESC LIMIT 20",
-            user,
-        )
-        skipped = self._rows(
-            "SELECT doc_type, source_id, reason FROM skipped WHERE user = ? ORDER BY at DESC LIMIT 20", user
-        )
-        return {
-            "per_type": per_type,
-            "last_event": users[0]["last_event"] if users else None,
-            "dead_letters": [dict(row) for row in dead],
-            "skipped": [dict(row) for row in skipped],
-        }
 
     def get_meta(self, key: str) -> str | None:
         rows = self._rows("SELECT value FROM meta WHERE key = ?", key)

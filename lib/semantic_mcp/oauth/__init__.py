@@ -7,7 +7,8 @@ registration), ``store`` keeps grants and hashed tokens in SQLite. The HTTP side
 
 from .clients import ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError
-from .server import AccessGrant, AccountUnconfirmed, AuthorizationRequest, AuthorizationServer
+from .binding import AccountUnconfirmed
+from .server import AccessGrant, AuthorizationRequest, AuthorizationServer
 from .store import OAuthStore
 
 __all__ = [

@@ -5,35 +5,30 @@ the MCP endpoint, issuer + ``/mcp``. Authorization code with PKCE S256 only; opa
 tokens (an hour) bound to that resource; rotating refresh tokens, where presenting a used one
 again revokes the whole grant (it was stolen or replayed), as does presenting a code twice.
 A grant ends 30 days after consent however often it is refreshed, and holds only while its account
-does: every token use and refresh asks Nextcloud (cached a minute) whether the account is still
-enabled and still the same person (ADR 0500).
+does (``binding``, ADR 0500).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import logging
 import re
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from ..accounts import Account
 from ..config import AdminSettings
+from .binding import GRANT_SECONDS, AccountBinding, Accounts, grant_end
 from .clients import Client, ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError
 from .store import Grant, OAuthStore, new_secret
 
-log = logging.getLogger(__name__)
-
 ACCESS_TOKEN_SECONDS = 3600
 REFRESH_TOKEN_SECONDS = 30 * 86400
-GRANT_SECONDS = 30 * 86400  # absolute: after it, the user consents again
 CODE_SECONDS = 300
 CONSENT_SECONDS = 900
 PURGE_SECONDS = 3600
@@ -71,32 +66,6 @@ def _redirect(uri: str, params: dict[str, str | None]) -> str:
     return f"{uri}{'&' if '?' in uri else '?'}{query}"
 
 
-class Accounts(Protocol):
-    async def account(self, user: str) -> Account: ...
-
-
-class AccountUnconfirmed(OAuthError):
-    """Nextcloud could not say now whether the account still holds: try again, nothing is revoked."""
-
-    def __init__(self) -> None:
-        super().__init__("temporarily_unavailable", "Nextcloud cannot confirm the account right now; try again",
-                         status=503)
-
-
-def _made_by(identity: str | None, granted_at: float) -> bool:
-    """Whether an account with this first-login time can have made a grant at ``granted_at`` (for grants
-    from before identities were kept): it logged in before then, or before Nextcloud 31 (-1)."""
-    try:
-        first_login = int(identity or "")
-    except ValueError:
-        return False
-    return first_login == -1 or 0 < first_login <= granted_at
-
-
-def _grant_end(grant: Grant) -> float:
-    return grant.expires_at or grant.created_at + GRANT_SECONDS
-
-
 def pkce_s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 
@@ -114,7 +83,7 @@ class AuthorizationServer:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.accounts = accounts  # None only in tests of the flows alone
+        self.binding = AccountBinding(store, accounts)
         self.clients = registry
         self.settings = settings
         self.public_url = public_url.rstrip("/")
@@ -246,7 +215,7 @@ class AuthorizationServer:
         if not approve:
             return _redirect(request.redirect_uri, {"error": "access_denied", "error_description": "the user declined",
                                                     "state": request.state, "iss": self.issuer})
-        account = await self._account(user)
+        account = await self.binding.account(user)
         if account.state != "active" or account.identity is None:
             raise OAuthError("access_denied", "this Nextcloud account cannot connect clients")
         now = self.clock()
@@ -301,7 +270,7 @@ class AuthorizationServer:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request")
         if not secrets.compare_digest(pkce_s256(verifier), code.code_challenge):
             raise OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match code_challenge")
-        if not await self._account_holds(code.grant, now):
+        if not await self.binding.holds(code.grant, now):
             raise OAuthError("invalid_grant", "the account that authorized this code is disabled or gone")
         return self._issue(code.grant, code.grant.scope, now)
 
@@ -318,9 +287,9 @@ class AuthorizationServer:
         if token.used_at is not None:
             self.store.revoke_grant(token.grant.id, now)  # rotation reuse: someone else holds a copy
             raise OAuthError("invalid_grant", "refresh token already used; the grant is revoked")
-        if token.expires_at < now or _grant_end(token.grant) < now:
+        if token.expires_at < now or grant_end(token.grant) < now:
             raise OAuthError("invalid_grant", "refresh token expired (a connection lasts 30 days: connect again)")
-        if not await self._account_holds(token.grant, now):
+        if not await self.binding.holds(token.grant, now):
             raise OAuthError("invalid_grant", "the account that authorized this client is disabled or gone")
         requested = form.get("scope")
         if requested and not set(requested.split()) <= token.scopes:
@@ -337,7 +306,7 @@ class AuthorizationServer:
             self.store.purge_expired(now)
             self._purged_at = now
         access, refresh = new_secret(), new_secret()
-        end = _grant_end(grant)  # no token outlives its grant, however often it is refreshed
+        end = grant_end(grant)  # no token outlives its grant, however often it is refreshed
         access_ends = min(now + ACCESS_TOKEN_SECONDS, end)
         self.store.add_token(access, "access", grant, scope, access_ends)
         self.store.add_token(refresh, "refresh", grant, scope, min(now + REFRESH_TOKEN_SECONDS, end))
@@ -375,42 +344,10 @@ class AuthorizationServer:
             return None
         if token.grant.resource != self.resource:
             return None
-        if not await self._account_holds(token.grant, now):
+        if not await self.binding.holds(token.grant, now):
             return None
         self.store.touch_grant(token.grant.id, now)
         return AccessGrant(token.grant.user, token.scopes & frozenset(self.allowed_scopes()), token.grant.client_name)
-
-    # --- the account behind a grant
-
-    async def _account(self, user: str) -> Account:
-        if self.accounts is None:
-            return Account(user, "active", "unchecked")
-        account = await self.accounts.account(user)
-        if account.state == "unknown":
-            raise AccountUnconfirmed()
-        return account
-
-    async def _account_holds(self, grant: Grant, now: float) -> bool:
-        """The grant's account is enabled and is the one that consented; otherwise its grants end now."""
-        account = await self._account(grant.user)
-        if account.state == "active" and grant.account_id is None and _made_by(account.identity, grant.created_at):
-            self.store.bind_grant(grant.id, account.identity or "", _grant_end(grant))
-            return True
-        if account.state == "active" and account.identity == grant.account_id:
-            return True
-        if account.state == "active":  # the uid now belongs to someone else: only this grant is known stale
-            self.store.revoke_grant(grant.id, now)
-            log.warning("Revoked an OAuth grant of %r: the account was deleted and its id given anew", grant.user)
-        else:
-            count = self.store.revoke_grants_of(grant.user, now)
-            log.warning("Revoked %d OAuth grant(s) of %r: the account is %s", count, grant.user, account.state)
-        return False
-
-    def users_with_data(self) -> set[str]:
-        return self.store.users_with_grants()
-
-    def purge_user(self, user: str) -> None:
-        self.store.delete_user(user)
 
     # --- a user's connected clients
 
