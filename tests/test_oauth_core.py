@@ -12,26 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from oauth_support import REDIRECT_URI, Document, MetadataHost, metadata_host, pkce  # noqa: F401 (fixture)
+from oauth_support import REDIRECT_URI, Clock, Document, MetadataHost, clock, metadata_host, pkce  # noqa: F401 (fixtures)
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 from semantic_mcp.oauth import AuthorizationServer, ClientRegistry, MetadataPolicy, OAuthError, OAuthStore
 from semantic_mcp.oauth.clients import MAX_DOCUMENT_BYTES
 from semantic_mcp.oauth.server import ACCESS_TOKEN_SECONDS, CODE_SECONDS, REFRESH_TOKEN_SECONDS
 
 PUBLIC_URL = "https://cloud.example.com"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 def make_server(path: Path, clock: Clock, public_url: str = PUBLIC_URL,

@@ -21,7 +21,7 @@ import pytest
 
 from fake_nextcloud.exapp_process import APP_ID
 from nextcloud_api import NextcloudUser
-from oauth_support import ScriptedBrowser, sdk_oauth_client
+from oauth_support import ScriptedBrowser, connect_as
 from realstack import RealStack
 
 NEW_BOB_PASSWORD = "Another-Bob-Pass-2026!"
@@ -42,17 +42,7 @@ def lifecycle(real: RealStack) -> Iterator[RealStack]:
 
 
 async def connected(real: RealStack, user: str, password: str) -> tuple[str, str, str]:
-    """``user`` logs in to Nextcloud, consents to a registered client, which asks for its status:
-    (client id, access token, refresh token)."""
-    browser = ScriptedBrowser(real.nextcloud_url)
-    await browser.login(user, password)
-    try:
-        async with sdk_oauth_client(real.mcp_url, browser, client_name=f"{user}'s client") as (client, storage):
-            status = await client.call_tool("nc_get_vector_sync_status", {})
-    finally:
-        await browser.aclose()
-    assert status.structured_content["user"] == user
-    return storage.client_info.client_id, storage.tokens.access_token, storage.tokens.refresh_token
+    return await connect_as(real.mcp_url, real.nextcloud_url, user, password)
 
 
 def mcp_status(real: RealStack, access: str) -> int:

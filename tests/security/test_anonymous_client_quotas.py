@@ -16,26 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from oauth_support import REDIRECT_URI, MetadataHost, metadata_host  # noqa: F401 (fixture)
+from oauth_support import REDIRECT_URI, Clock, MetadataHost, clock, metadata_host  # noqa: F401 (fixtures)
 from semantic_mcp.oauth import ClientRegistry, MetadataPolicy, OAuthError, OAuthStore
 from semantic_mcp.oauth.clients import QUOTA_WINDOW_SECONDS, QUOTAS
 from stack import APP_ID, Stack
 
 PER_SOURCE, IN_TOTAL = QUOTAS["registration"]
 BODY = json.dumps({"client_name": "Flood", "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none"})
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

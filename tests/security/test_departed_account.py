@@ -20,7 +20,7 @@ import pytest
 
 from fake_nextcloud import FakeNextcloud
 from fake_nextcloud.exapps import ExApp
-from oauth_support import REDIRECT_URI, pkce
+from oauth_support import REDIRECT_URI, Clock, clock, pkce  # noqa: F401 (fixture)
 from semantic_mcp.accounts import CACHE_SECONDS, AccountDirectory, DataHolder
 from semantic_mcp.config import AdminSettings
 from semantic_mcp.documents import DocRef
@@ -33,25 +33,12 @@ from semantic_mcp.oauth.server import REFRESH_TOKEN_SECONDS
 APP = "semantic_mcp"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeNextcloud]:
     with FakeNextcloud(webhook_delay=0.01) as nc:  # alice, bob and admin, each logged in once
         nc.state.apps[APP] = ExApp(APP, "http://127.0.0.1:9", "departed-secret", "1.0.0", [], "127.0.0.1",
                                    enabled=True)
         yield nc
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

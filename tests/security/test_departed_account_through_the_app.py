@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from oauth_support import ScriptedBrowser, sdk_oauth_client
+from oauth_support import connect_as
 from stack import APP_ID, Stack
 
 BOBS_NOTE = "Plant tomatoes in May"
@@ -38,16 +38,7 @@ def token_url(stack: Stack) -> str:
 
 
 async def connected(stack: Stack, user: str) -> tuple[str, str, str]:
-    """``user`` logs in, consents to a registered client and searches once: (client id, access, refresh)."""
-    browser = ScriptedBrowser(stack.nextcloud_url)
-    await browser.login(user, stack.app_password(user))
-    try:
-        async with sdk_oauth_client(stack.mcp_url, browser, client_name=f"{user}'s client") as (client, storage):
-            status = await client.call_tool("nc_get_vector_sync_status", {})
-    finally:
-        await browser.aclose()
-    assert status.structured_content["user"] == user
-    return storage.client_info.client_id, storage.tokens.access_token, storage.tokens.refresh_token
+    return await connect_as(stack.mcp_url, stack.nextcloud_url, user, stack.app_password(user))
 
 
 def mcp_status(stack: Stack, access: str) -> int:
@@ -114,20 +105,3 @@ async def test_a_deleted_account_is_purged_and_its_uid_given_anew_inherits_nothi
     finally:
         departed_stack.set_admin_field("reconcile_interval_minutes", "15")
 
-
-async def test_a_uid_given_anew_before_any_reconciliation_never_sees_the_old_index(departed_stack: Stack) -> None:
-    """alice is deleted and created again at once: listed at every pass, she is noticed only by her
-    account identity, at the next reconciliation."""
-    assert "Meeting notes" in await departed_stack.titles("alice", "Budget review moved to Friday")
-    departed_stack.fake.delete_user("alice")
-    departed_stack.fake.add_user("alice", "Another Alice", password="another-alice-password")
-    departed_stack.set_admin_field("reconcile_interval_minutes", "0.025")
-    try:
-        await departed_stack.eventually(
-            lambda: _without(departed_stack, "alice", "Budget review moved to Friday", "Meeting notes"), timeout=60)
-    finally:
-        departed_stack.set_admin_field("reconcile_interval_minutes", "15")
-
-
-async def _without(stack: Stack, user: str, query: str, title: str) -> bool:
-    return title not in await stack.titles(user, query)
