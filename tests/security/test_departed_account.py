@@ -204,3 +204,26 @@ async def test_an_index_kept_for_a_uid_given_anew_is_purged_at_the_next_sweep(
     finally:
         state.close()
         await nc.aclose()
+
+
+def test_the_fake_answers_for_departed_accounts_as_nextcloud_34_did(fake: FakeNextcloud) -> None:
+    """The premises above, as recorded with ``occ`` on 34.0.1 (ADR 0500)."""
+    def as_app(user: str, method: str, path: str) -> httpx.Response:
+        return httpx.request(method, f"{fake.url}{path}", headers={**fake.appapi_headers(APP, user),
+                                                                   "Accept": "application/json", "Depth": "0"})
+
+    users = "/ocs/v2.php/apps/app_api/api/v1/users"
+    assert as_app("alice", "GET", "/ocs/v2.php/cloud/user").json()["ocs"]["data"]["firstLoginTimestamp"] > 0
+    fake.set_user_enabled("alice", False)
+    refused = as_app("alice", "GET", "/ocs/v2.php/cloud/user")
+    assert refused.status_code == 401 and refused.json()["ocs"]["meta"]["statuscode"] == 997
+    assert as_app("alice", "GET", "/index.php/apps/notes/api/v1/notes").status_code == 401
+    assert as_app("alice", "PROPFIND", "/remote.php/dav/files/alice/").status_code == 207  # DAV still answers
+    assert httpx.get(f"{fake.url}/ocs/v2.php/cloud/user", auth=fake.auth("alice")).status_code == 401
+    assert "alice" in as_app("", "GET", users).json()["ocs"]["data"]
+    fake.delete_user("alice")
+    assert as_app("alice", "GET", "/ocs/v2.php/cloud/user").status_code == 401
+    assert as_app("alice", "PROPFIND", "/remote.php/dav/files/alice/").status_code == 401
+    assert "alice" not in as_app("", "GET", users).json()["ocs"]["data"]
+    fake.add_user("alice", logged_in=False)
+    assert as_app("alice", "GET", "/ocs/v2.php/cloud/user").json()["ocs"]["data"]["firstLoginTimestamp"] == 0
