@@ -32,6 +32,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 
+from .appapi import behind_buffering_proxy
+
 log = logging.getLogger(__name__)
 
 SCOPE_DESCRIPTIONS = {
@@ -53,10 +55,13 @@ def _user(request: Request) -> str:
     return str(request.scope.get("username") or "")
 
 
-def _source(request: Request) -> str:
-    """The caller's address as Nextcloud saw it: AppAPI's proxy sets ``X-Origin-IP`` (and drops any the
-    caller sent); without it (HaRP, a direct call) the connecting peer."""
-    return request.headers.get("x-origin-ip") or (request.client.host if request.client else "")
+def caller_address(request: Request) -> str:
+    """The caller's address as Nextcloud saw it, for the quotas on anonymous work. AppAPI's PHP proxy
+    sets ``X-Origin-IP`` and drops any the caller sent; HaRP (0.4.4) sets none and passes the
+    caller's through, so there only the connecting peer counts (HaRP's own: one address for all)."""
+    if behind_buffering_proxy(request.headers):
+        return request.headers["x-origin-ip"]
+    return request.client.host if request.client else ""
 
 
 def _error_json(exc: OAuthError) -> JSONResponse:
@@ -153,7 +158,7 @@ class OAuthHTTP:
     async def authorize(self, request: Request) -> Response:
         params = {key: value for key, value in request.query_params.items()}
         try:
-            authorization, client = await self.server.validate_authorization(params, _source(request))
+            authorization, client = await self.server.validate_authorization(params, caller_address(request))
         except RedirectableError as exc:
             return _navigate(self.server.error_redirect(exc))
         except OAuthError as exc:
@@ -203,7 +208,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def token(self, request: Request) -> Response:
         try:
-            answer = await self.server.token(await _form(request), _source(request))
+            answer = await self.server.token(await _form(request), caller_address(request))
         except OAuthError as exc:
             log.info("Token request refused: %s", exc.error)
             return _error_json(exc)
@@ -211,7 +216,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def register(self, request: Request) -> Response:
         try:
-            answer = self.server.register(await request.body(), _source(request))
+            answer = self.server.register(await request.body(), caller_address(request))
         except OAuthError as exc:
             return _error_json(exc)
         log.info("Registered OAuth client %r", answer["client_name"])
@@ -219,7 +224,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def revoke(self, request: Request) -> Response:
         try:
-            await self.server.revoke(await _form(request), _source(request))
+            await self.server.revoke(await _form(request), caller_address(request))
         except OAuthError as exc:
             return _error_json(exc)
         return Response(status_code=200, headers=NO_STORE)

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.requests import Request
 
+from ex_app.oauth_http import caller_address
 from oauth_support import REDIRECT_URI, Clock, MetadataHost, clock, metadata_host  # noqa: F401 (fixtures)
 from semantic_mcp.oauth import ClientRegistry, MetadataPolicy, OAuthError, OAuthStore
 from semantic_mcp.oauth.clients import QUOTA_WINDOW_SECONDS, QUOTAS
@@ -73,6 +75,20 @@ async def test_one_address_makes_the_app_fetch_a_bounded_number_of_metadata_docu
         await registry.find(urls[-1], policy, "203.0.113.7")
     assert error.value.status == 429
     assert (await registry.find(urls[0], policy, "203.0.113.7")).name == "Flood 0"  # cached: no fetch, no quota
+
+
+def request_from(peer: str, headers: dict[str, str]) -> Request:
+    return Request({"type": "http", "method": "POST", "path": "/oauth/register", "client": (peer, 40000),
+                    "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]})
+
+
+def test_behind_harp_a_callers_own_x_origin_ip_is_not_believed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HaRP 0.4.4 sets no X-Origin-IP and passes the caller's through (its haproxy.cfg.template):
+    there, every caller counts as HaRP's own address."""
+    forged = request_from("10.1.2.3", {"X-Origin-IP": "192.0.2.1"})
+    assert caller_address(forged) == "192.0.2.1"  # AppAPI's PHP proxy: it set this one itself
+    monkeypatch.setenv("HP_SHARED_KEY", "harp-key")
+    assert caller_address(forged) == "10.1.2.3"
 
 
 @pytest.fixture(scope="module")
