@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from oauth_support import REDIRECT_URI, Clock, Document, MetadataHost, clock, metadata_host, pkce  # noqa: F401 (fixtures)
+from oauth_support import (  # noqa: F401 (fixtures)
+    REDIRECT_URI, Clock, Document, MetadataHost, clock, metadata_host, pkce,
+)
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 from semantic_mcp.oauth import AuthorizationServer, ClientRegistry, MetadataPolicy, OAuthError, OAuthStore
 from semantic_mcp.oauth.clients import MAX_DOCUMENT_BYTES

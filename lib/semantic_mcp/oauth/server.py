@@ -159,7 +159,9 @@ class AuthorizationServer:
 
     # --- authorization endpoint
 
-    async def validate_authorization(self, params: dict[str, str], source: str = "") -> tuple[AuthorizationRequest, Client]:
+    async def validate_authorization(
+        self, params: dict[str, str], source: str = ""
+    ) -> tuple[AuthorizationRequest, Client]:
         """Errors about the client or its redirect URI are shown to the user (never redirected to an
         unverified URI); the rest go back to the client as :class:`RedirectableError`."""
         self._require_enabled()
