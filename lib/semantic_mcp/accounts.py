@@ -120,20 +120,20 @@ class AccountDirectory:
                 if (await self.account(user, fresh=True)).state == "gone":
                     self.purge(user, "is gone from Nextcloud")
                     purged.append(user)
-            elif self.identities is not None and await self._replaced(user):
+            elif self.identities is not None and await self._replaced(user, self.identities):
                 purged.append(user)
         return purged
 
-    async def _replaced(self, user: str) -> bool:
+    async def _replaced(self, user: str, identities: IdentityRecord) -> bool:
+        """Whether ``user`` is now someone else than when last seen (then purged); records who it is."""
         account = await self.account(user)
         if account.state != "active" or account.identity is None:
             return False
-        known = self.identities.account_id(user) if self.identities else None
+        known = identities.account_id(user)
         replaced = known is not None and known != account.identity
         if replaced:
             self.purge(user, "was deleted and its id given to a new account")
-        if self.identities is not None:
-            self.identities.set_account_id(user, account.identity)
+        identities.set_account_id(user, account.identity)
         return replaced
 
     def purge(self, user: str, why: str) -> None:
