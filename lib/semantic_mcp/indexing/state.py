@@ -320,7 +320,7 @@ class IndexState(UserRecords):
             for table in ("documents", "skipped", "cursors"):
                 db.execute(f"DELETE FROM {table}")
 
-    # --- cursors and meta ---------------------------------------------------------------------
+    # --- cursors, status and meta ------------------------------------------------------------
 
     def has_cursors(self) -> bool:
         """Whether anything was ever listed (an app restarted, rather than installed anew)."""
@@ -340,6 +340,35 @@ class IndexState(UserRecords):
                      last_full = COALESCE(excluded.last_full, cursors.last_full)""",
                 (user, doc_type, cursor, now, now if full else None),
             )
+
+    def status(self, user: str) -> dict[str, Any]:
+        """Per-source counts and times for the status tool."""
+        per_type: dict[str, dict[str, Any]] = {}
+
+        def bump(table: str, key: str) -> None:
+            for row in self._rows(f"SELECT doc_type, COUNT(*) AS n FROM {table} WHERE user = ? GROUP BY doc_type", user):
+                per_type.setdefault(row["doc_type"], {})[key] = row["n"]
+
+        bump("documents", "indexed")
+        bump("tasks", "pending")
+        bump("dead_letters", "failed")
+        bump("skipped", "skipped")
+        for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
+            per_type.setdefault(row["doc_type"], {})["last_reconciliation"] = row["last_reconcile"]
+        users = self._rows("SELECT last_event FROM users WHERE user = ?", user)
+        dead = self._rows(
+            "SELECT doc_type, source_id, reason, attempts, at FROM dead_letters WHERE user = ? ORDER BY at DESC LIMIT 20",
+            user,
+        )
+        skipped = self._rows(
+            "SELECT doc_type, source_id, reason FROM skipped WHERE user = ? ORDER BY at DESC LIMIT 20", user
+        )
+        return {
+            "per_type": per_type,
+            "last_event": users[0]["last_event"] if users else None,
+            "dead_letters": [dict(row) for row in dead],
+            "skipped": [dict(row) for row in skipped],
+        }
 
     def get_meta(self, key: str) -> str | None:
         rows = self._rows("SELECT value FROM meta WHERE key = ?", key)

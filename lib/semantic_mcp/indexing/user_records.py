@@ -1,4 +1,4 @@
-"""What the index state keeps per user: their choice, their account's identity, their status."""
+"""What the index state keeps per user: their own choice and their account's identity."""
 
 from __future__ import annotations
 
@@ -64,32 +64,3 @@ class UserRecords:
                    ON CONFLICT (user) DO UPDATE SET last_event = excluded.last_event""",
                 (user, time.time(), time.time()),
             )
-
-    def status(self, user: str) -> dict[str, Any]:
-        """Per-source counts and times for the status tool."""
-        per_type: dict[str, dict[str, Any]] = {}
-
-        def bump(table: str, key: str) -> None:
-            for row in self._rows(f"SELECT doc_type, COUNT(*) AS n FROM {table} WHERE user = ? GROUP BY doc_type", user):
-                per_type.setdefault(row["doc_type"], {})[key] = row["n"]
-
-        bump("documents", "indexed")
-        bump("tasks", "pending")
-        bump("dead_letters", "failed")
-        bump("skipped", "skipped")
-        for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
-            per_type.setdefault(row["doc_type"], {})["last_reconciliation"] = row["last_reconcile"]
-        users = self._rows("SELECT last_event FROM users WHERE user = ?", user)
-        dead = self._rows(
-            "SELECT doc_type, source_id, reason, attempts, at FROM dead_letters WHERE user = ? ORDER BY at DESC LIMIT 20",
-            user,
-        )
-        skipped = self._rows(
-            "SELECT doc_type, source_id, reason FROM skipped WHERE user = ? ORDER BY at DESC LIMIT 20", user
-        )
-        return {
-            "per_type": per_type,
-            "last_event": users[0]["last_event"] if users else None,
-            "dead_letters": [dict(row) for row in dead],
-            "skipped": [dict(row) for row in skipped],
-        }
