@@ -43,7 +43,7 @@ class AppIdentity:
             app_id=os.environ["APP_ID"],
             version=os.environ["APP_VERSION"],
             secret=os.environ["APP_SECRET"],
-            aa_version=os.environ.get("AA_VERSION", "32.0.0"),
+            aa_version=os.environ.get("AA_VERSION", "34.0.0"),
             nextcloud_url=os.environ["NEXTCLOUD_URL"].rstrip("/"),
         )
 

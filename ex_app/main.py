@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -24,7 +25,8 @@ from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
 from semantic_mcp.accounts import DataHolder
-from semantic_mcp.config import AdminSettings, Deployment
+from semantic_mcp.config import AdminSettings, Deployment, DeploymentError
+from semantic_mcp.sources import parser_process
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
 from semantic_mcp.health import NextcloudHealth
@@ -84,6 +86,7 @@ def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
     logging.basicConfig(level=deployment.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser_process.configure(**deployment.parser_bounds)  # every document parser runs bounded (ADR 0510)
     # One view of Nextcloud's availability and of our credentials for every caller. The secret's
     # fingerprint is remembered once it worked, so a restart may use it again at once.
     health = NextcloudHealth(
@@ -93,7 +96,7 @@ def create_app() -> FastAPI:
     )
     nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for, health=health)
     health.set_credential_probe(appapi_self_check(app_identity.nextcloud_url, app_identity.app_id, health), free=True)
-    public_url = os.environ.get("NEXTCLOUD_PUBLIC_URL") or app_identity.nextcloud_url  # links, OAuth issuer
+    public_url = deployment.public_url or app_identity.nextcloud_url  # links, OAuth issuer
 
     async def list_users() -> list[str]:
         return await guarded(health, "list users", lambda: AsyncNextcloudApp().users_list())
@@ -104,7 +107,7 @@ def create_app() -> FastAPI:
     )
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
-                                     engine.accounts)
+                                     deployment.clock.time, engine.accounts)
     engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
@@ -135,6 +138,7 @@ def create_app() -> FastAPI:
             refresher.cancel()
             webhook_keeper.cancel()
             await engine.stop()
+            parser_process.shutdown()
 
     app = FastAPI(
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
@@ -206,7 +210,7 @@ def _appapi_called(health: NextcloudHealth) -> Callable[[str], None]:
 
 async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:
     """Register the settings forms and webhooks; returns an error the admin can read, or ""."""
-    engine.health.confirmed_by_appapi()
+    engine.health.enabled_by_appapi()
     problems: list[str] = []
     for form in forms:
         try:
@@ -227,7 +231,7 @@ async def _on_disable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Setting
     # From now on AppAPI refuses our calls, and an unregister forgets the app as soon as we answer:
     # send nothing more (a secret it forgot must not be tried after a restart either), and let the
     # requests already on their way finish first, so none arrives as a failed login.
-    engine.health.app_disabled()
+    engine.health.app_disabled(until_enabled=True)
     await engine.health.drained()
     problems = []
     try:
@@ -248,7 +252,11 @@ async def _remove_webhooks(nc: AsyncNextcloudApp) -> None:
 
 
 def main() -> None:
-    run_app(create_app(), log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
+    try:
+        app = create_app()
+    except DeploymentError as exc:  # a deploy option the admin must fix: say which, without a traceback
+        sys.exit(f"Semantic MCP cannot start: {exc}")
+    run_app(app, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
 
 
 if __name__ == "__main__":

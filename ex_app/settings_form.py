@@ -53,10 +53,13 @@ ADMIN_FORM = SettingsForm(
                   "'Templates credits.md', the Nextcloud flyer, example documents), recognised by path and size as "
                   "Nextcloud ships them. Off, they stay out of search results; an edited copy, or a user's own "
                   "file in Templates/, is always indexed."),
-        _text("excluded_tag", "Exclusion tag", "Files with this system tag are never indexed"),
+        _text("excluded_tag", "Exclusion tag",
+              "Files and notes with this system tag, Deck cards with this label, events and contacts with this "
+              "category are never indexed"),
         _text("excluded_paths", "Excluded paths", "Comma-separated patterns such as /Private/*, *.log",
               placeholder="/Private/*, *.log"),
-        _text("max_file_size_mb", "Maximum file size (MB)", "Larger files are skipped", kind=SettingsFieldType.NUMBER),
+        _text("max_file_size_mb", "Maximum file size (MB)", "Larger files, notes, events, contacts and cards are skipped",
+              kind=SettingsFieldType.NUMBER),
         _text("reconcile_interval_minutes", "Reconciliation interval (minutes)",
               "How often to look for changes no event reported (Deck cards, contacts, missed events)",
               kind=SettingsFieldType.NUMBER),
@@ -110,7 +113,7 @@ ADMIN_FORM = SettingsForm(
 def personal_form(issuer: str) -> SettingsForm:
     """Shown to every user under Personal settings > Security, next to "Devices & sessions".
 
-    It has no fields on purpose: Nextcloud 32.0.1 refuses to save a declarative value for a user
+    It has no fields on purpose: Nextcloud 32.0.1 and 34.0.1 refuse to save a declarative value for a user
     who is neither admin nor sub-admin (the settings app's ``SubadminMiddleware`` guards
     ``DeclarativeSettingsController::setValue``, which lacks ``@NoSubAdminRequired``), and a form
     cannot list per-user data anyway. The list of connected clients, each with a "Disconnect"

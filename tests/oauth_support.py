@@ -334,14 +334,17 @@ async def connect_as(mcp_url: str, nextcloud_url: str, user: str, password: str)
 
 
 class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
+    """Unix seconds that move only when the test moves them."""
+
+    def __init__(self, start: datetime.datetime) -> None:
+        self.now = start.timestamp()
 
     def __call__(self) -> float:
         return self.now
 
 
 @pytest.fixture
-def clock() -> Clock:
-    """A clock for code that takes one (import it as a fixture)."""
-    return Clock()
+def clock(clock_start: datetime.datetime | None) -> Clock:
+    """Starts today, or at each shifted instant for a ``clock_sensitive`` test (conftest.py); import it
+    as a fixture."""
+    return Clock(clock_start or datetime.datetime.now(datetime.UTC))

@@ -48,8 +48,55 @@ def test_interrupted_tasks_resume_after_restart(tmp_path: Path) -> None:
     first.close()
     second = IndexState(tmp_path / "state.db")
     assert second.claim(10) == []  # still marked running until recovery
-    assert second.recover() == 2
+    assert second.recover(max_attempts=5) == 2
     assert {t.ref.source_id for t in second.claim(10)} == {"30", "31"}
+
+
+def test_a_task_that_takes_the_process_down_is_counted_and_dead_lettered(tmp_path: Path) -> None:
+    """The attempt is spent when the task is taken, so a document that kills or hangs the app
+    (out of memory, a parser in an endless loop, then ``kill -9``) cannot do it after every restart."""
+    path = tmp_path / "state.db"
+    IndexState(path).enqueue([DocRef("alice", "file", "66"), DocRef("alice", "file", "67")], "upsert")
+    for restart in range(3):
+        state = IndexState(path)
+        state.recover(max_attempts=3)
+        state._db.execute("UPDATE tasks SET not_before = 0")
+        taken = state.claim(10)
+        for task in taken:  # 67 is fine; 66 takes the process down every time
+            if task.ref.source_id == "67":
+                state.complete(task)
+        state.close()
+    state = IndexState(path)
+    assert state.recover(max_attempts=3) == 0
+    assert state.pending_count() == 0
+    [dead] = state.status("alice")["dead_letters"]
+    assert dead["source_id"] == "66" and dead["attempts"] == 3
+    assert "the app stopped while indexing it, 3 times" in dead["reason"]
+    assert state.requeue_dead_letters() == 0  # the catch-up after a restart does not bring it back
+    assert state.refused_versions("alice", "file") == {"66": ""}  # nor does reconciliation, unless it changes
+
+
+def test_a_document_refused_by_its_own_fault_is_tried_again_only_in_a_new_version(state: IndexState) -> None:
+    hostile, unlucky = DocRef("alice", "file", "70"), DocRef("alice", "file", "71")
+    state.enqueue([hostile, unlucky], "upsert")
+    for task in state.claim(10):
+        refused = "v1" if task.ref == hostile else None  # a parser's bound, or Nextcloud's timeout
+        assert state.retry_later(task, "boom", max_attempts=1, backoff=0, refused=refused)
+    assert state.refused_versions("alice", "file") == {"70": "v1"}
+    assert state.requeue_dead_letters() == 1 and [t.ref for t in state.claim(10)] == [unlucky]
+    state.enqueue([hostile], "upsert")  # an event: the user saved it again
+    [task] = [t for t in state.claim(10) if t.ref == hostile]
+    state.complete(task)
+    assert state.refused_versions("alice", "file") == {}
+    assert [d["source_id"] for d in state.status("alice")["dead_letters"]] == ["71"]
+
+
+def test_an_attempt_nextcloud_could_not_be_asked_for_is_given_back(state: IndexState) -> None:
+    state.enqueue([DocRef("alice", "file", "5")], "upsert")
+    [task] = state.claim(1)
+    state.release(task)
+    [again] = state.claim(1)
+    assert again.attempts == 1
 
 
 def test_repeated_failure_goes_to_dead_letters_with_reason(state: IndexState) -> None:

@@ -26,8 +26,8 @@ PUBLIC_URL = "https://cloud.example.com"
 def make_server(path: Path, clock: Clock, public_url: str = PUBLIC_URL,
                 settings: AdminSettings | None = None) -> AuthorizationServer:
     store = OAuthStore(path / "oauth.db")
-    return AuthorizationServer(store, ClientRegistry(store), lambda: settings or AdminSettings(), public_url,
-                               "semantic_mcp", clock=clock)
+    return AuthorizationServer(store, ClientRegistry(store, clock=clock), lambda: settings or AdminSettings(),
+                               public_url, "semantic_mcp", clock=clock)
 
 
 @pytest.fixture
@@ -60,6 +60,7 @@ async def tokens(server: AuthorizationServer, scope: str | None = None) -> tuple
     return client_id, answer
 
 
+@pytest.mark.clock_sensitive
 async def test_a_token_works_for_its_user_until_it_expires(server: AuthorizationServer, clock: Clock) -> None:
     _, answer = await tokens(server)
     grant = (await server.verify(answer["access_token"]))
@@ -68,6 +69,7 @@ async def test_a_token_works_for_its_user_until_it_expires(server: Authorization
     assert (await server.verify(answer["access_token"])) is None
 
 
+@pytest.mark.clock_sensitive
 async def test_an_expired_code_is_refused(server: AuthorizationServer, clock: Clock) -> None:
     client_id = register(server)
     verifier, challenge = pkce()
@@ -79,6 +81,7 @@ async def test_an_expired_code_is_refused(server: AuthorizationServer, clock: Cl
     assert refused.value.error == "invalid_grant" and "expired" in refused.value.description
 
 
+@pytest.mark.clock_sensitive
 async def test_an_expired_refresh_token_is_refused(server: AuthorizationServer, clock: Clock) -> None:
     client_id, answer = await tokens(server)
     clock.now += REFRESH_TOKEN_SECONDS + 1
@@ -100,8 +103,8 @@ async def test_a_token_minted_for_another_resource_is_refused(tmp_path: Path, cl
 async def test_the_admin_narrowing_scopes_narrows_tokens_already_issued(tmp_path: Path, clock: Clock) -> None:
     settings = {"now": AdminSettings()}
     store = OAuthStore(tmp_path / "oauth.db")
-    server = AuthorizationServer(store, ClientRegistry(store), lambda: settings["now"], PUBLIC_URL, "semantic_mcp",
-                                 clock=clock)
+    server = AuthorizationServer(store, ClientRegistry(store, clock=clock), lambda: settings["now"], PUBLIC_URL,
+                                 "semantic_mcp", clock=clock)
     _, answer = await tokens(server)
     settings["now"] = AdminSettings(oauth_scopes=(READ_SCOPE,))
     assert (await server.verify(answer["access_token"])).scopes == {READ_SCOPE}
@@ -121,6 +124,7 @@ async def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(serv
     assert (await server.verify(second["access_token"])) is None  # the whole grant went with it
 
 
+@pytest.mark.clock_sensitive
 async def test_housekeeping_drops_expired_tokens_and_unused_registrations(server: AuthorizationServer,
                                                                         clock: Clock) -> None:
     _, answer = await tokens(server)

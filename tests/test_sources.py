@@ -98,6 +98,7 @@ async def test_notes_pruned_listing_is_complete_with_stubs(nc: NextcloudClient, 
 
 async def test_notes_fetch(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     httpx_mock.add_response(url=f"{NOTES}/22", **recording("notes_get"))
+    serve_search(httpx_mock, search_answer("22"))  # the note's file: its path and system tags
     doc = await NotesSource().fetch(nc, "alice", "22")
     assert isinstance(doc, SourceDocument)
     assert (doc.title, doc.location, doc.link) == ("First note", "Test", "/apps/notes/note/22")
@@ -493,19 +494,19 @@ async def test_calendar_event_of_another_user(nc: NextcloudClient, httpx_mock: H
         await source.fetch(nc, "bob", "personal/test-event-0001.ics")
 
 
-def test_calendar_webhook_payload_gives_the_same_version_as_the_listing() -> None:
+async def test_calendar_webhook_payload_gives_the_same_version_as_the_listing() -> None:
     deliveries = json.loads((WIRE / "webhooks" / "deliveries_received_by_exapp.json").read_text())
     event = deliveries["POST /webhook/exapp-CalendarObjectCreatedEvent"]["body_json"]["event"]
     obj, calendar = event["objectData"], event["calendarData"]
     hint = {"ics": obj["calendardata"], "etag": obj["etag"], "calendar": calendar["{DAV:}displayname"],
             "modified": obj["lastmodified"]}
-    doc = CalendarSource().document_from_payload(f"{calendar['uri']}/{obj['uri']}", hint, user="alice")
+    doc = await CalendarSource().document_from_payload(f"{calendar['uri']}/{obj['uri']}", hint, user="alice")
     assert isinstance(doc, SourceDocument)
     assert doc.version == "15835f52b0af2143ecc5981f9a389cb3"  # as in caldav_sync
     assert doc.title == "Webhook trigger event" and doc.modified == 1795341469
-    assert CalendarSource().document_from_payload("personal/x.ics", hint) is None  # no user: the pipeline fetches
+    assert await CalendarSource().document_from_payload("personal/x.ics", hint) is None  # no user: the pipeline fetches
     with pytest.raises(NotFound):
-        CalendarSource().document_from_payload("contact_birthdays/x.ics", hint, user="alice")
+        await CalendarSource().document_from_payload("contact_birthdays/x.ics", hint, user="alice")
 
 
 def ics(*lines: str) -> str:
@@ -516,10 +517,8 @@ def ics(*lines: str) -> str:
 
 def test_event_in_its_own_time_zone_with_recurrence() -> None:
     text = ics(
-        "DTSTART;TZID=Europe/Berlin:20261207T100000",
-        "DTEND;TZID=Europe/Berlin:20261207T113000",
-        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20270301T000000Z",
-        "SUMMARY:Team sync",
+        "DTSTART;TZID=Europe/Berlin:20261207T100000", "DTEND;TZID=Europe/Berlin:20261207T113000",
+        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20270301T000000Z", "SUMMARY:Team sync",
         "LOCATION:Room 4\\, 2nd floor",
         "ORGANIZER;CN=Bob Boss:mailto:bob@example.test",
         "ATTENDEE;CN=Carol:mailto:carol@example.test",
@@ -545,7 +544,7 @@ def test_event_in_its_own_time_zone_with_recurrence() -> None:
 
 def test_all_day_event_spanning_days() -> None:
     text = ics("DTSTART;VALUE=DATE:20261224", "DTEND;VALUE=DATE:20261227", "SUMMARY:Holidays")
-    doc = document_from_ics("alice", "p/h.ics", text, "e", "P", 0)
+    doc = document_from_ics("alice", "p/h.ics", text, "e", "P", 0, now=datetime(2026, 12, 9, tzinfo=UTC))
     assert isinstance(doc, SourceDocument)
     assert "When: Thu 24 Dec 2026 – Sat 26 Dec 2026 (all day)" in doc.text
     assert doc.event_start == int(datetime(2026, 12, 24, tzinfo=UTC).timestamp())
@@ -564,7 +563,7 @@ def test_all_day_event_spanning_days() -> None:
     ],
 )
 def test_unusable_icalendar_is_skipped(text: str, reason: str) -> None:
-    doc = document_from_ics("alice", "p/x.ics", text, '"e"', "P", 0)
+    doc = document_from_ics("alice", "p/x.ics", text, '"e"', "P", 0, now=datetime(2026, 12, 9, tzinfo=UTC))
     assert isinstance(doc, Skipped) and doc.reason.startswith(reason) and doc.version == "e"
 
 

@@ -42,6 +42,10 @@ class SourceDocument:
     event_start: int | None = None  # unix seconds, calendar events (and deck due dates)
     event_end: int | None = None
     extra: dict[str, str] = field(default_factory=dict)  # small, flat, type-specific metadata
+    # What the admin's exclusions look at (sources/base.py, screen): tags, labels or categories,
+    # and the user-relative path of a document that is a file (files, notes).
+    tags: tuple[str, ...] = ()
+    path: str | None = None
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from .documents import DocType, Skipped, SourceDocument
 from .nextcloud import NotFound, Transient
 from .search.service import iso
+from .sources.base import screen
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -65,6 +66,8 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
         raise DocumentUnavailable(f"{doc_id} does not exist or you cannot open it") from exc
     except Transient as exc:
         raise DocumentUnavailable(f"Nextcloud could not be asked for {doc_id} just now; try again") from exc
+    if isinstance(fetched, SourceDocument):
+        fetched = screen(fetched, source.options)  # what the admin keeps from the index, the reader does not show
     if isinstance(fetched, Skipped):
         raise DocumentUnavailable(f"{doc_id} cannot be read as text: {fetched.reason}")
     return fetched

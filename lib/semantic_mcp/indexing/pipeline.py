@@ -20,7 +20,8 @@ from ..documents import DocRef, Skipped, SourceDocument
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
-from ..sources.base import Source
+from ..sources.base import Source, screen
+from ..sources.parser_process import ParserFailed
 from ..store import ChunkRecord, VectorStore
 from .chunking import chunk_document
 from .state import IndexState, Task
@@ -112,7 +113,7 @@ class Pipeline:
         self._wake.set()
 
     async def run(self) -> None:
-        recovered = self.state.recover()
+        recovered = self.state.recover(self.max_attempts)
         if recovered:
             log.info("Resuming %d indexing task(s) interrupted by the last shutdown", recovered)
         while True:
@@ -160,6 +161,8 @@ class Pipeline:
             # so a delete may be older than a restore or than a new document at its path, and the
             # queue keeps only the newest event of a document (a late delete replaces a create).
             doc = await self._load(source, task)
+            if isinstance(doc, SourceDocument):
+                doc = screen(doc, source.options)  # the admin's exclusions and the size caps, for every source
         except NotFound:
             log.info("%s for %s is gone or no longer readable: removing it", ref.key, ref.user)
             await self._delete(ref)
@@ -182,6 +185,10 @@ class Pipeline:
             return None
         except Transient as exc:  # e.g. a timeout on this one request
             self._fail(task, f"Nextcloud could not answer: {exc}")
+            return None
+        except ParserFailed as exc:  # out of time or memory: retried, then dead-lettered with the reason
+            log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
+            self._fail(task, exc.reason, refused=exc.version)
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
@@ -212,7 +219,7 @@ class Pipeline:
         document_from_payload = getattr(source, "document_from_payload", None)
         current_version = getattr(source, "current_version", None)
         if payload and document_from_payload is not None and current_version is not None:
-            doc = document_from_payload(task.ref.source_id, payload, user=task.ref.user)
+            doc = await document_from_payload(task.ref.source_id, payload, user=task.ref.user)
             # Events arrive late and out of order: what one carried is used only if it is still the
             # current version (a HEAD, which also says 404 for an object deleted since).
             if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):
@@ -266,8 +273,11 @@ class Pipeline:
         self.state.forget(ref)
         self.stats.deleted += 1
 
-    def _fail(self, task: Task, reason: str) -> None:
+    def _fail(self, task: Task, reason: str, *, refused: str | None = None) -> None:
+        """A failed attempt; ``refused`` (the version) when the document itself is at fault, so a
+        dead letter is not retried after every restart or reconciliation, only for a new version."""
         self.stats.failed += 1
-        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds)
+        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds,
+                                      refused=refused)
         if dead:
             log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, self.max_attempts, reason)

@@ -59,13 +59,18 @@ async def reconcile_source(
         now = listing.locations.get(source_id)
         return now is not None and source_id in located and located[source_id] != now
 
-    upserts = [
-        DocRef(user, doc_type, source_id)
-        for source_id, version in listing.items.items()
-        if (source_id not in indexed and source_id not in skipped)
-        or (version is not None and version != indexed.get(source_id, skipped.get(source_id)))
-        or moved(source_id)
-    ]
+    refused, queued = state.refused_versions(user, doc_type), state.queued(user, doc_type)
+
+    def changed(source_id: str, version: str | None) -> bool:
+        if source_id in queued:  # its task reads the current version anyway; queuing it again would reset its attempts
+            return False
+        if source_id in refused:  # dead-lettered by its own fault: only a new version is tried again
+            return version is not None and refused[source_id] not in ("", version)
+        if source_id not in indexed and source_id not in skipped:
+            return True
+        return (version is not None and version != indexed.get(source_id, skipped.get(source_id))) or moved(source_id)
+
+    upserts = [DocRef(user, doc_type, s) for s, version in listing.items.items() if changed(s, version)]
     gone = set(listing.deleted)
     if listing.complete:
         gone |= (set(indexed) | set(skipped)) - set(listing.items)

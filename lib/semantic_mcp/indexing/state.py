@@ -59,6 +59,11 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     reason TEXT NOT NULL, attempts INTEGER NOT NULL, at REAL NOT NULL,
     PRIMARY KEY (user, doc_type, source_id)
 );
+CREATE TABLE IF NOT EXISTS refused (  -- dead letters the document caused itself (ADR 0510): not retried
+    user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
+    version TEXT,                -- as far as known: a new version is tried again
+    PRIMARY KEY (user, doc_type, source_id)
+);
 CREATE TABLE IF NOT EXISTS cursors (
     user TEXT NOT NULL, doc_type TEXT NOT NULL, cursor TEXT,
     last_reconcile REAL, last_full REAL,
@@ -128,8 +133,7 @@ class IndexState(UserRecords):
 
     def enqueue(self, refs: Iterable[DocRef], action: Action, payload: dict[str, Any] | None = None) -> int:
         """Queue work; a pending task for the same document is replaced (the newest event wins)."""
-        now = time.time()
-        count = 0
+        now, refs = time.time(), list(refs)
         with self._tx() as db:
             for ref in refs:
                 db.execute(
@@ -139,106 +143,86 @@ class IndexState(UserRecords):
                          action = excluded.action, payload = excluded.payload,
                          generation = tasks.generation + 1, attempts = 0, not_before = 0,
                          last_error = NULL""",
-                    (ref.user, ref.doc_type, ref.source_id, action, json.dumps(payload) if payload else None, now),
+                    (*_key(ref), action, json.dumps(payload) if payload else None, now),
                 )
-                count += 1
-        return count
+        return len(refs)
 
     def claim(self, limit: int) -> list[Task]:
-        """Take up to ``limit`` ready tasks, oldest first, and mark them running."""
-        now = time.time()
+        """Take up to ``limit`` ready tasks, oldest first, and mark them running.
+
+        The attempt is counted here, before the work: a task that hangs the worker or kills the
+        process (out of memory, ``kill -9``) has spent it when :meth:`recover` finds it running.
+        """
         with self._tx() as db:
             rows = db.execute(
-                """SELECT * FROM tasks WHERE running = 0 AND not_before <= ?
-                   ORDER BY enqueued_at LIMIT ?""",
-                (now, limit),
+                "SELECT * FROM tasks WHERE running = 0 AND not_before <= ? ORDER BY enqueued_at LIMIT ?",
+                (time.time(), limit),
             ).fetchall()
             for row in rows:
-                db.execute(
-                    "UPDATE tasks SET running = 1 WHERE user = ? AND doc_type = ? AND source_id = ?",
-                    (row["user"], row["doc_type"], row["source_id"]),
-                )
+                db.execute(f"UPDATE tasks SET running = 1, attempts = attempts + 1 WHERE {_DOC}", _key(row))
         return [
-            Task(
-                ref=DocRef(row["user"], row["doc_type"], row["source_id"]),
-                action=row["action"],
-                payload=json.loads(row["payload"]) if row["payload"] else None,
-                generation=row["generation"],
-                attempts=row["attempts"],
-            )
+            Task(_ref(row), row["action"], json.loads(row["payload"]) if row["payload"] else None,
+                 row["generation"], row["attempts"] + 1)
             for row in rows
         ]
 
     def complete(self, task: Task) -> None:
         """Drop a finished task unless a newer event arrived for the document meanwhile."""
-        ref = task.ref
+        key = _key(task.ref)
         with self._tx() as db:
-            db.execute(
-                "DELETE FROM tasks WHERE user = ? AND doc_type = ? AND source_id = ? AND generation = ?",
-                (ref.user, ref.doc_type, ref.source_id, task.generation),
-            )
-            db.execute(
-                "UPDATE tasks SET running = 0 WHERE user = ? AND doc_type = ? AND source_id = ?",
-                (ref.user, ref.doc_type, ref.source_id),
-            )
-            db.execute(
-                "DELETE FROM dead_letters WHERE user = ? AND doc_type = ? AND source_id = ?",
-                (ref.user, ref.doc_type, ref.source_id),
-            )
+            db.execute(f"DELETE FROM tasks WHERE {_DOC} AND generation = ?", (*key, task.generation))
+            db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", key)
+            for table in ("dead_letters", "refused"):
+                db.execute(f"DELETE FROM {table} WHERE {_DOC}", key)
 
-    def retry_later(self, task: Task, error: str, *, max_attempts: int, backoff: float) -> bool:
-        """Record a failure; returns True when the task was moved to the dead-letter list."""
+    def retry_later(
+        self, task: Task, error: str, *, max_attempts: int, backoff: float, refused: str | None = None
+    ) -> bool:
+        """Record a failure of the attempt :meth:`claim` counted; True when the task was dead-lettered.
+        ``refused`` is the version of a document that failed by its own fault (a parser's bound)."""
         ref = task.ref
-        attempts = task.attempts + 1
         with self._tx() as db:
-            if attempts >= max_attempts:
-                db.execute(
-                    "DELETE FROM tasks WHERE user = ? AND doc_type = ? AND source_id = ? AND generation = ?",
-                    (ref.user, ref.doc_type, ref.source_id, task.generation),
-                )
-                db.execute(
-                    """INSERT OR REPLACE INTO dead_letters (user, doc_type, source_id, reason, attempts, at)
-                       VALUES (?, ?, ?, ?, ?, ?)""",
-                    (ref.user, ref.doc_type, ref.source_id, error, attempts, time.time()),
-                )
+            if task.attempts >= max_attempts:
+                db.execute(f"DELETE FROM tasks WHERE {_DOC} AND generation = ?", (*_key(ref), task.generation))
+                _dead_letter(db, ref, error, task.attempts, refused)
             db.execute(
-                """UPDATE tasks SET running = 0, attempts = ?, last_error = ?, not_before = ?
-                   WHERE user = ? AND doc_type = ? AND source_id = ? AND generation = ?""",
-                (attempts, error, time.time() + backoff * 2 ** (attempts - 1),
-                 ref.user, ref.doc_type, ref.source_id, task.generation),
+                f"UPDATE tasks SET last_error = ?, not_before = ? WHERE {_DOC} AND generation = ?",
+                (error, time.time() + backoff * 2 ** (task.attempts - 1), *_key(ref), task.generation),
             )
-            db.execute(
-                "UPDATE tasks SET running = 0 WHERE user = ? AND doc_type = ? AND source_id = ?",
-                (ref.user, ref.doc_type, ref.source_id),
-            )
-        return attempts >= max_attempts
+            db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", _key(ref))
+        return task.attempts >= max_attempts
 
     def release(self, task: Task) -> None:
-        """Give a claimed task back untouched: Nextcloud could not be asked, so no attempt is spent."""
-        ref = task.ref
+        """Give a claimed task back: Nextcloud could not be asked, so the attempt is not spent."""
         with self._tx() as db:
-            db.execute(
-                "UPDATE tasks SET running = 0 WHERE user = ? AND doc_type = ? AND source_id = ?",
-                (ref.user, ref.doc_type, ref.source_id),
-            )
+            db.execute(f"UPDATE tasks SET running = 0, attempts = MAX(attempts - 1, 0) WHERE {_DOC}", _key(task.ref))
 
     def requeue_dead_letters(self) -> int:
         """Queue every dead-lettered document again with a fresh budget (an upsert: the worker
         confirms with Nextcloud, so one that is gone is removed instead). Its dead letter stays
-        until it succeeds or fails again."""
+        until it succeeds or fails again. Not those that failed by their own fault (refused)."""
         with self._tx() as db:
-            rows = db.execute("SELECT user, doc_type, source_id FROM dead_letters").fetchall()
-        return self.enqueue((DocRef(row["user"], row["doc_type"], row["source_id"]) for row in rows), "upsert")
+            rows = db.execute(f"SELECT * FROM dead_letters d WHERE NOT EXISTS (SELECT 1 FROM refused r WHERE {_JOIN})")
+            rows = rows.fetchall()
+        return self.enqueue(map(_ref, rows), "upsert")
 
-    def recover(self) -> int:
-        """After a restart nothing is running: give interrupted tasks back to the queue."""
+    def recover(self, max_attempts: int) -> int:
+        """After a restart nothing is running: give interrupted tasks back to the queue, and
+        dead-letter those that were running when the app stopped ``max_attempts`` times, so a
+        document that crashes or hangs the app cannot do it again after every restart."""
         with self._tx() as db:
-            return db.execute("UPDATE tasks SET running = 0 WHERE running = 1").rowcount
+            for row in db.execute("SELECT * FROM tasks WHERE running = 1 AND attempts >= ?", (max_attempts,)).fetchall():
+                db.execute(f"DELETE FROM tasks WHERE {_DOC}", _key(row))
+                reason = f"the app stopped while indexing it, {row['attempts']} times (crashed, killed or hung)"
+                _dead_letter(db, _ref(row), reason, row["attempts"], refused="")
+            return db.execute(
+                "UPDATE tasks SET running = 0, last_error = 'interrupted: the app stopped while indexing it' "
+                "WHERE running = 1"
+            ).rowcount
 
     def pending_count(self, user: str | None = None) -> int:
-        if user is None:
-            return self._rows("SELECT COUNT(*) FROM tasks")[0][0]
-        return self._rows("SELECT COUNT(*) FROM tasks WHERE user = ?", user)[0][0]
+        where, args = ("", ()) if user is None else ("WHERE user = ?", (user,))
+        return self._rows(f"SELECT COUNT(*) FROM tasks {where}", *args)[0][0]
 
     def next_ready_in(self) -> float | None:
         """Seconds until the next task becomes ready (0 if one is ready now), None if the queue is empty."""
@@ -248,10 +232,7 @@ class IndexState(UserRecords):
     # --- what is indexed ----------------------------------------------------------------------
 
     def indexed(self, ref: DocRef) -> IndexedDoc | None:
-        rows = self._rows(
-            "SELECT * FROM documents WHERE user = ? AND doc_type = ? AND source_id = ?",
-            ref.user, ref.doc_type, ref.source_id,
-        )
+        rows = self._rows(f"SELECT * FROM documents WHERE {_DOC}", *_key(ref))
         return _indexed(rows[0]) if rows else None
 
     def indexed_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
@@ -265,6 +246,14 @@ class IndexState(UserRecords):
     def skipped_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
         rows = self._rows("SELECT source_id, version FROM skipped WHERE user = ? AND doc_type = ?", user, doc_type)
         return {row["source_id"]: row["version"] for row in rows}
+
+    def queued(self, user: str, doc_type: DocType) -> set[str]:
+        return {row[0] for row in self._rows("SELECT source_id FROM tasks WHERE user = ? AND doc_type = ?", user, doc_type)}
+
+    def refused_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
+        """Documents dead-lettered by their own fault, with the version that failed ("" if unknown)."""
+        rows = self._rows("SELECT source_id, version FROM refused WHERE user = ? AND doc_type = ?", user, doc_type)
+        return {row["source_id"]: row["version"] or "" for row in rows}
 
     def holders(self, doc_type: DocType, source_id: str) -> list[str]:
         """Users who have this document indexed (a shared file is in several users' indexes)."""
@@ -286,27 +275,21 @@ class IndexState(UserRecords):
                 """INSERT OR REPLACE INTO documents
                    (user, doc_type, source_id, version, location, title, chunk_count, modified, indexed_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (ref.user, ref.doc_type, ref.source_id, version, location, title, chunk_count, modified, time.time()),
+                (*_key(ref), version, location, title, chunk_count, modified, time.time()),
             )
-            db.execute(
-                "DELETE FROM skipped WHERE user = ? AND doc_type = ? AND source_id = ?",
-                (ref.user, ref.doc_type, ref.source_id),
-            )
+            db.execute(f"DELETE FROM skipped WHERE {_DOC}", _key(ref))
 
     def record_skipped(self, ref: DocRef, version: str, reason: str) -> None:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO skipped (user, doc_type, source_id, version, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (ref.user, ref.doc_type, ref.source_id, version, reason, time.time()),
+                (*_key(ref), version, reason, time.time()),
             )
 
     def forget(self, ref: DocRef) -> None:
         with self._tx() as db:
             for table in ("documents", "skipped"):
-                db.execute(
-                    f"DELETE FROM {table} WHERE user = ? AND doc_type = ? AND source_id = ?",
-                    (ref.user, ref.doc_type, ref.source_id),
-                )
+                db.execute(f"DELETE FROM {table} WHERE {_DOC}", _key(ref))
 
     def forget_skipped(self) -> None:
         """Forget every decision not to index: the rules behind them changed (admin settings), so the
@@ -356,13 +339,9 @@ class IndexState(UserRecords):
         for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
             per_type.setdefault(row["doc_type"], {})["last_reconciliation"] = row["last_reconcile"]
         users = self._rows("SELECT last_event FROM users WHERE user = ?", user)
-        dead = self._rows(
-            "SELECT doc_type, source_id, reason, attempts, at FROM dead_letters WHERE user = ? ORDER BY at DESC LIMIT 20",
-            user,
-        )
-        skipped = self._rows(
-            "SELECT doc_type, source_id, reason FROM skipped WHERE user = ? ORDER BY at DESC LIMIT 20", user
-        )
+        latest = "WHERE user = ? ORDER BY at DESC LIMIT 20"
+        dead = self._rows(f"SELECT doc_type, source_id, reason, attempts, at FROM dead_letters {latest}", user)
+        skipped = self._rows(f"SELECT doc_type, source_id, reason FROM skipped {latest}", user)
         return {
             "per_type": per_type,
             "last_event": users[0]["last_event"] if users else None,
@@ -379,11 +358,31 @@ class IndexState(UserRecords):
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
 
-def _indexed(row: sqlite3.Row) -> IndexedDoc:
-    return IndexedDoc(
-        ref=DocRef(row["user"], row["doc_type"], row["source_id"]),
-        version=row["version"],
-        location=row["location"],
-        title=row["title"],
-        chunk_count=row["chunk_count"],
+_DOC = "user = ? AND doc_type = ? AND source_id = ?"  # one document's row, with _key's values
+
+
+def _key(item: DocRef | sqlite3.Row) -> tuple[str, str, str]:
+    if isinstance(item, DocRef):
+        return (item.user, item.doc_type, item.source_id)
+    return (item["user"], item["doc_type"], item["source_id"])
+
+
+def _ref(row: sqlite3.Row) -> DocRef:
+    return DocRef(row["user"], row["doc_type"], row["source_id"])
+
+
+_JOIN = "r.user = d.user AND r.doc_type = d.doc_type AND r.source_id = d.source_id"
+
+
+def _dead_letter(db: sqlite3.Connection, ref: DocRef, reason: str, attempts: int, refused: str | None = None) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO dead_letters (user, doc_type, source_id, reason, attempts, at) VALUES (?, ?, ?, ?, ?, ?)",
+        (*_key(ref), reason, attempts, time.time()),
     )
+    if refused is not None:
+        db.execute("INSERT OR REPLACE INTO refused (user, doc_type, source_id, version) VALUES (?, ?, ?, ?)",
+                   (*_key(ref), refused))
+
+
+def _indexed(row: sqlite3.Row) -> IndexedDoc:
+    return IndexedDoc(_ref(row), row["version"], row["location"], row["title"], row["chunk_count"])

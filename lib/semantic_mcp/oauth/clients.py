@@ -143,8 +143,8 @@ class ClientRegistry:
     def __init__(self, store: OAuthStore, *, verify: ssl.SSLContext | None = None,
                  fetch_seconds: float = FETCH_SECONDS, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock  # the authorization server's: registrations, quotas and cached documents age by it
         self.fetch_seconds = fetch_seconds
-        self.clock = clock
         # The system trust store; OpenSSL honours SSL_CERT_FILE, which is how tests add their own CA.
         self._verify = verify or ssl.create_default_context()
 
@@ -205,8 +205,9 @@ class ClientRegistry:
         self._admit("registration", source)  # only a well-formed request counts
         client_id = "dcr-" + secrets.token_urlsafe(18)
         secret = new_secret() if method != "none" else None
-        self.store.add_client(client_id, metadata, secret)
-        answer: dict[str, Any] = {"client_id": client_id, "client_id_issued_at": int(self.clock()), **metadata}
+        now = self.clock()
+        self.store.add_client(client_id, metadata, secret, now)
+        answer: dict[str, Any] = {"client_id": client_id, "client_id_issued_at": int(now), **metadata}
         if secret:
             answer |= {"client_secret": secret, "client_secret_expires_at": 0}
         return answer

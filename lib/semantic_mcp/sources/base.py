@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
+from ..clock import Clock
 from ..documents import DocType, Skipped, SourceDocument
 from ..nextcloud import NextcloudClient, NotFound, Transient
+from .extract import MAX_CHARS as MAX_TEXT_CHARS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,13 +44,47 @@ class Listing:
 
 @dataclass
 class SourceOptions:
-    """Admin settings a source needs (exclusions and limits); read at call time, so changes apply live."""
+    """Admin settings a source needs (exclusions and limits), read at call time so changes apply live;
+    and the app's clock."""
 
     max_file_size: int = 20 * 1024 * 1024
     excluded_paths: tuple[str, ...] = ()  # fnmatch patterns on the user-relative path
-    excluded_tag: str = "no-ai"  # files carrying this system tag are not indexed
+    excluded_tag: str = "no-ai"  # documents carrying this tag, label or category are not indexed
     notes_folder: str = "Notes"
     index_examples: bool = False  # Nextcloud's example files (the skeleton every account starts with)
+    clock: Clock = field(default_factory=Clock)
+
+
+def exclusion(
+    options: SourceOptions, *, path: str | None = None, tags: Iterable[str] = (), size: int | None = None
+) -> str | None:
+    """Why the admin's rules keep a document out of the index, or None: the one place they are decided.
+
+    ``path`` (documents that are files) is matched against the excluded path patterns, ``tags``
+    (system tags, Deck labels, iCalendar/vCard categories) against the exclusion tag, ``size`` (in
+    bytes) against the size limit. Sources call it early where that saves a download or a parse;
+    :func:`screen` applies it to every document before it is indexed.
+    """
+    for pattern in options.excluded_paths if path else ():
+        if fnmatchcase(path, pattern) or fnmatchcase(path.lstrip("/"), pattern):
+            return f"excluded by the path pattern {pattern!r}"
+    if options.excluded_tag and options.excluded_tag.casefold() in (tag.strip().casefold() for tag in tags):
+        return f"tagged {options.excluded_tag!r}"
+    if size is not None and size > options.max_file_size:
+        return f"too large: {size} bytes, the limit is {options.max_file_size}"
+    return None
+
+
+def screen(doc: SourceDocument, options: SourceOptions) -> SourceDocument | Skipped:
+    """Apply the admin's exclusions and the size limit to a fetched document, and cap its text at
+    :data:`MAX_TEXT_CHARS`, whatever its source (the pipeline calls it for every document)."""
+    reason = exclusion(options, path=doc.path, tags=doc.tags, size=len(doc.text.encode("utf-8", "replace")))
+    if reason:
+        return Skipped(doc.doc_type, doc.source_id, reason, version=doc.version)
+    if len(doc.text) > MAX_TEXT_CHARS:
+        log.info("%s %s: text cut to %d characters", doc.doc_type, doc.source_id, MAX_TEXT_CHARS)
+        doc.text = doc.text[:MAX_TEXT_CHARS]
+    return doc
 
 
 def owner_extra(owner: str | None) -> dict[str, str]:

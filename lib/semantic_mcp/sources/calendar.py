@@ -47,12 +47,12 @@ class CalendarSource(DavSyncSource):
         components = entry.prop_list("cal:supported-calendar-component-set")
         return is_indexed_calendar(uri) and (not components or "VEVENT" in components)
 
-    def parse(
-        self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
-    ) -> SourceDocument | Skipped:
-        return document_from_ics(user, source_id, text, etag, collection_name, modified)
+    parser = f"{__name__}:document_from_ics"
 
-    def document_from_payload(
+    def parser_args(self) -> tuple:
+        return (self.options.clock.now(),)  # "next occurrence" is after the app's now (the injected clock)
+
+    async def document_from_payload(
         self, source_id: str, payload: Mapping[str, Any], user: str | None = None
     ) -> SourceDocument | Skipped | None:
         """Index a calendar webhook's object without a request (the event carries the iCalendar).
@@ -71,7 +71,7 @@ class CalendarSource(DavSyncSource):
             return None
         calendar_name = str(payload.get("calendar") or calendar_uri)
         modified = int(payload.get("modified") or 0)
-        document = document_from_ics(user, source_id, ics, str(payload.get("etag") or ""), calendar_name, modified)
+        document = await self.parse(user, source_id, ics, str(payload.get("etag") or ""), calendar_name, modified)
         if isinstance(document, SourceDocument):
             document.extra.update(owner_extra(collection_owner(user, calendar_uri, None)))
         return document
@@ -94,8 +94,7 @@ def document_from_ics(
     etag: str,
     calendar_name: str,
     modified: int,
-    *,
-    now: datetime | None = None,
+    now: datetime,
 ) -> SourceDocument | Skipped:
     """Turn one calendar object into a document; broken iCalendar gives Skipped, never an exception.
 
@@ -109,7 +108,7 @@ def document_from_ics(
         event = _main_event(Calendar.from_ical(ics_text))
         if event is None:
             return Skipped("calendar_event", source_id, "no event in this calendar object", version=version)
-        return _event_document(event, user, source_id, version, calendar_name, modified, now or datetime.now(UTC))
+        return _event_document(event, user, source_id, version, calendar_name, modified, now)
     except (ValueError, TypeError) as exc:  # icalendar's errors are ValueErrors; odd values fail as either
         return Skipped("calendar_event", source_id, f"invalid iCalendar: {exc}"[:300], version=version)
 
@@ -134,6 +133,7 @@ def _event_document(
         str(event.get("DESCRIPTION") or ""),
     )
     extra = {"uid": str(event.get("UID") or "")}
+    categories = event.get("CATEGORIES")
     if rule and start and (next_time := _next_occurrence(rule, start, now)):
         extra["next_occurrence"] = next_time.isoformat()
     return SourceDocument(
@@ -148,6 +148,8 @@ def _event_document(
         event_start=_unix(start) if start else None,
         event_end=_unix(end) if end else None,
         extra=extra,
+        tags=tuple(str(c) for item in (categories if isinstance(categories, list) else [categories])
+                   if item is not None for c in item.cats),
     )
 
 
@@ -256,8 +258,15 @@ def _join(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+# Expanding a rule is bounded in instances and in time, whatever the rule says: a daily rule with
+# every hour, minute and second since 1900 has billions of instances before today (issue 21).
+MAX_INSTANCES = 20_000
+HORIZON = timedelta(days=366 * 5)  # no "next occurrence" hint further ahead (a 29 February is within it)
+
+
 def _next_occurrence(rule: Any, start: date, now: datetime) -> datetime | None:
-    """The first occurrence after ``now``, for rules cheap to step through (daily or rarer).
+    """The first occurrence after ``now`` within :data:`HORIZON`, if it is among the first
+    :data:`MAX_INSTANCES` of the rule; None otherwise (and for sub-daily rules).
 
     EXDATEs are not applied: this is a hint for "what's coming up", not a schedule.
     """
@@ -267,10 +276,28 @@ def _next_occurrence(rule: Any, start: date, now: datetime) -> datetime | None:
         return None
     first = start if isinstance(start, datetime) else datetime.combine(start, time())
     reference = now if first.tzinfo is not None else now.astimezone(UTC).replace(tzinfo=None)
+    days = {"DAILY": 1, "WEEKLY": 7}.get(str(_first(rule, "FREQ") or "").upper())
     try:
-        return rrulestr(rule.to_ical().decode(), dtstart=first).after(reference)
+        if days and not _first(rule, "COUNT"):
+            # Without COUNT, starting whole periods later gives the same instances from there on: skip
+            # the years before now instead of walking them (those rules step a day or a week at a time).
+            period = days * max(1, int(_first(rule, "INTERVAL") or 1))
+            first += timedelta(days=period * max(0, (reference - first).days // period))
+        recurrence = rrulestr(rule.to_ical().decode(), dtstart=first)
+        if not _first(rule, "COUNT"):  # an UNTIL ends the walk even where no instance matches
+            until, horizon = _first(rule, "UNTIL"), reference + HORIZON
+            if isinstance(until, date) and not isinstance(until, datetime):
+                until = datetime.combine(until, time.max)
+            if until is None or until.replace(tzinfo=None) > horizon.replace(tzinfo=None):
+                recurrence = recurrence.replace(until=horizon)
+        for number, occurrence in enumerate(recurrence):
+            if occurrence > reference:
+                return occurrence if occurrence <= reference + HORIZON else None
+            if number >= MAX_INSTANCES:
+                return None
     except (ValueError, TypeError):  # e.g. a floating DTSTART with a UTC UNTIL, which dateutil refuses
         return None
+    return None
 
 
 def _people(value: Any) -> str:

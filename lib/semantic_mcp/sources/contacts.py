@@ -28,10 +28,7 @@ class ContactsSource(DavSyncSource):
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         return uri != "z-server-generated--system" and not uri.startswith("z-app-generated--")
 
-    def parse(
-        self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
-    ) -> SourceDocument | Skipped:
-        return document_from_vcard(source_id, text, etag, collection_name, modified)
+    parser = f"{__name__}:parse_contact"
 
 
 @dataclass
@@ -169,7 +166,14 @@ def document_from_vcard(
         link=f"/apps/contacts/direct/contact/{uid}~{book_uri}" if uid else "/apps/contacts/",
         location=book_name,
         extra={"uid": uid} if uid else {},
+        tags=tuple(category for prop in values("CATEGORIES") for category in _split_escaped(prop.value, ",") if category),
     )
+
+
+def parse_contact(_user: str, source_id: str, vcard_text: str, etag: str, book_name: str, modified: int
+                  ) -> SourceDocument | Skipped:
+    """:func:`document_from_vcard` with the arguments every DAV source's parser takes (the user unused)."""
+    return document_from_vcard(source_id, vcard_text, etag, book_name, modified)
 
 
 def _name_from_n(props: list[VCardProperty]) -> str:

@@ -31,7 +31,8 @@ from ..nextcloud import (
     prop_xml,
     strip_etag,
 )
-from .base import Listing, Source, SourceOptions, is_readable, owner_extra
+from .base import Listing, Source, SourceOptions, exclusion, is_readable, owner_extra
+from .parser_process import ParserFailed, run_parser
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +107,27 @@ class DavSyncSource(Source):
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         """Whether a collection of the right type is indexed (generated ones are left out)."""
 
-    @abc.abstractmethod
-    def parse(
+    # The function turning one object's text into a document, ``"module:name"`` taking (user,
+    # source id, text, etag, collection name, modified); broken content gives Skipped, never an exception.
+    parser: ClassVar[str]
+
+    async def parse(
         self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
     ) -> SourceDocument | Skipped:
-        """Turn one object's text into a document; broken content gives Skipped, never an exception."""
+        """Parse one object in the bounded parser process (:mod:`.parser_process`), unless it is over
+        the size limit."""
+        if reason := exclusion(self.options, size=len(text.encode("utf-8", "replace"))):
+            return Skipped(self.doc_type, source_id, reason, version=strip_etag(etag))
+        try:
+            return await run_parser(self.parser, user, source_id, text, etag, collection_name, modified,
+                                    *self.parser_args())
+        except ParserFailed as exc:
+            exc.version = strip_etag(etag)
+            raise
+
+    def parser_args(self) -> tuple:
+        """Arguments the parser takes after the object's own (a source that needs "now" adds it)."""
+        return ()
 
     async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
         """Sync every collection from its token; complete when every one was synced from scratch.
@@ -139,7 +156,7 @@ class DavSyncSource(Source):
         if collection not in names or not name:
             raise NotFound(f"{self.doc_type} {source_id!r} is not in an indexed collection of {user!r}", 404)
         response = await nc.request(user, "GET", self._object_path(user, source_id))
-        document = self.parse(
+        document = await self.parse(
             user,
             source_id,
             response.content.decode("utf-8", errors="replace"),

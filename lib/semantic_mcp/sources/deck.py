@@ -97,6 +97,7 @@ class DeckSource(Source):
             event_start=int(due.timestamp()) if due else None,
             extra={"board_id": str(board["id"]), "stack_id": str(stack["id"]),
                    **owner_extra((board.get("owner") or {}).get("uid"))},
+            tags=tuple(label["title"] for label in card.get("labels") or [] if label.get("title")),
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:

@@ -92,7 +92,7 @@ def extract_text(data: bytes, mime: str, name: str) -> str:
         raise UnsupportedContent("empty")
     try:
         text = _EXTRACTORS[kind](data)
-    except UnsupportedContent:
+    except (UnsupportedContent, MemoryError):  # out of memory is the parser process's bound (ADR 0510)
         raise
     except Exception as exc:  # parsers raise anything on corrupt input; one bad file must not stop indexing
         raise UnsupportedContent(f"corrupt or unreadable {kind.upper()}: {type(exc).__name__}: {exc}"[:300]) from exc
@@ -281,41 +281,64 @@ def _odt_text(data: bytes) -> str:
     body = root.find(f"{_odf(_ODF_OFFICE, 'body')}/{_odf(_ODF_OFFICE, 'text')}")
     if body is None:
         raise UnsupportedContent("ODT without a text body")
-    lines: list[str] = []
-    _odt_blocks(body, lines, prefix="")
+    lines = _OdtLines()
+    try:
+        lines.blocks(body, prefix="")
+    except _OdtLines.Full:
+        log.info("ODT text stopped at %d characters", MAX_CHARS)
     return "\n".join(lines)
 
 
-def _odt_blocks(element: ET.Element, lines: list[str], prefix: str) -> None:
-    for child in element:
-        if child.tag == _odf(_ODF_TEXT, "h"):
-            level = int(child.get(_odf(_ODF_TEXT, "outline-level"), "1") or 1)
-            lines.append("#" * min(max(level, 1), 6) + " " + _odt_inline(child))
-        elif child.tag == _odf(_ODF_TEXT, "p"):
-            lines.append(prefix + _odt_inline(child))
-        elif child.tag == _odf(_ODF_TEXT, "list-item"):
-            _odt_blocks(child, lines, prefix="- ")
-        elif child.tag == _odf(_ODF_TABLE, "table-row"):
-            cells = child.iter(_odf(_ODF_TABLE, "table-cell"))
-            lines.append(_table_row(" ".join(map(_odt_inline, cell.iter(_odf(_ODF_TEXT, "p")))) for cell in cells))
-        else:
-            _odt_blocks(child, lines, prefix)
+class _OdtLines(list[str]):
+    """The lines of an ODT's text, stopping once they hold :data:`MAX_CHARS` characters: repeat
+    counts (``<text:s text:c="…"/>``) make a tiny file stand for any amount of text (issue 21)."""
 
+    MAX_SPACES = 64  # a run of encoded spaces longer than this carries nothing for search
 
-def _odt_inline(element: ET.Element) -> str:
-    """Text of a paragraph, honouring ODF's encoded whitespace (``text:s``, ``text:tab``, ``text:line-break``)."""
-    parts = [element.text or ""]
-    for child in element:
-        if child.tag == _odf(_ODF_TEXT, "s"):
-            parts.append(" " * int(child.get(_odf(_ODF_TEXT, "c"), "1") or 1))
-        elif child.tag == _odf(_ODF_TEXT, "tab"):
-            parts.append("\t")
-        elif child.tag == _odf(_ODF_TEXT, "line-break"):
-            parts.append("\n")
-        elif child.tag != _odf(_ODF_TEXT, "note-citation"):
-            parts.append(_odt_inline(child))
-        parts.append(child.tail or "")
-    return "".join(parts)
+    class Full(Exception):
+        pass
+
+    size = 0
+
+    def add(self, line: str) -> None:
+        self.append(line)
+        self.size += len(line) + 1
+        if self.size >= MAX_CHARS:
+            raise self.Full
+
+    def blocks(self, element: ET.Element, prefix: str) -> None:
+        for child in element:
+            if child.tag == _odf(_ODF_TEXT, "h"):
+                level = int(child.get(_odf(_ODF_TEXT, "outline-level"), "1") or 1)
+                self.add("#" * min(max(level, 1), 6) + " " + self.inline(child))
+            elif child.tag == _odf(_ODF_TEXT, "p"):
+                self.add(prefix + self.inline(child))
+            elif child.tag == _odf(_ODF_TEXT, "list-item"):
+                self.blocks(child, prefix="- ")
+            elif child.tag == _odf(_ODF_TABLE, "table-row"):
+                cells = child.iter(_odf(_ODF_TABLE, "table-cell"))
+                self.add(_table_row(" ".join(map(self.inline, cell.iter(_odf(_ODF_TEXT, "p")))) for cell in cells))
+            else:
+                self.blocks(child, prefix)
+
+    def inline(self, element: ET.Element) -> str:
+        """Text of a paragraph, honouring ODF's encoded whitespace (``text:s``, ``text:tab``, ``text:line-break``)."""
+        parts = [element.text or ""]
+        size = len(parts[0])
+        for child in element:
+            if child.tag == _odf(_ODF_TEXT, "s"):
+                parts.append(" " * min(int(child.get(_odf(_ODF_TEXT, "c"), "1") or 1), self.MAX_SPACES))
+            elif child.tag == _odf(_ODF_TEXT, "tab"):
+                parts.append("\t")
+            elif child.tag == _odf(_ODF_TEXT, "line-break"):
+                parts.append("\n")
+            elif child.tag != _odf(_ODF_TEXT, "note-citation"):
+                parts.append(self.inline(child))
+            parts.append(child.tail or "")
+            size += len(parts[-1]) + len(parts[-2])
+            if self.size + size >= MAX_CHARS:
+                break
+        return "".join(parts)
 
 
 _EXTRACTORS: dict[str, Callable[[bytes], str]] = {

@@ -12,10 +12,8 @@ can say which ones were too large.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
@@ -30,9 +28,10 @@ from ..nextcloud import (
     prop_xml,
     strip_etag,
 )
-from .base import Listing, Source, compose_text, is_readable, owner_extra
+from .base import Listing, Source, compose_text, exclusion, is_readable, owner_extra
 from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
-from .extract import EXTRACT_SECONDS, UnsupportedContent, content_kind, extract_text
+from .extract import UnsupportedContent, content_kind
+from .parser_process import ParserFailed, run_parser
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
 _PROPS = (
@@ -163,34 +162,31 @@ class FilesSource(Source):
         """
         since = 0 if full or not cursor else int(cursor)
         where = f"<d:gte>{prop_xml(['d:getlastmodified'])}<d:literal>{since}</d:literal></d:gte>"
-        files = await self._search(nc, user, where)
+        files = await _search_infos(nc, user, where)
         newest = max([since, *(info.modified for info in files)])
         listed = [info for info in files if self._exclusion(info) is None]
         return Listing(
             items={info.file_id: info.etag for info in listed},
             complete=since == 0,
-            cursor=str(min(newest, int(time.time()))),
+            cursor=str(min(newest, int(self.options.clock.time()))),
             locations={info.file_id: info.path for info in listed},
         )
 
     async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
         """Read the metadata, decide without downloading when possible, then download and extract."""
-        info = await self._lookup(nc, user, source_id)
-        reason = self._exclusion(info)
-        if reason is None and info.size > self.options.max_file_size:
-            reason = f"too large: {info.size} bytes, the limit is {self.options.max_file_size}"
+        info = await lookup_file(nc, user, source_id)
+        reason = self._exclusion(info) or exclusion(self.options, size=info.size)
         if reason:
             return Skipped(self.doc_type, source_id, reason, version=info.etag)
         response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
-        try:  # a thread that overruns finishes on its own: extract_text caps pages, characters and time
-            text = await asyncio.wait_for(
-                asyncio.to_thread(extract_text, response.content, info.mime, info.name), EXTRACT_SECONDS * 2
-            )
+        try:  # in a bounded process: a hostile file can fail its own task, never stop the app
+            text = await run_parser("semantic_mcp.sources.extract:extract_text", response.content, info.mime, info.name)
         except UnsupportedContent as exc:
             return Skipped(self.doc_type, source_id, exc.reason, version=version)
-        except TimeoutError:
-            return Skipped(self.doc_type, source_id, "text extraction took too long", version=version)
+        except ParserFailed as exc:
+            exc.version = version
+            raise
         return SourceDocument(
             doc_type=self.doc_type,
             source_id=source_id,
@@ -201,11 +197,13 @@ class FilesSource(Source):
             link=f"/f/{source_id}",
             location=info.path,
             extra={"mime": info.mime, "size": str(info.size), **owner_extra(info.owner)},
+            tags=info.tags,
+            path=info.path,
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """One SEARCH by file id: files the user cannot see (any more) are simply not found."""
-        return await is_readable(self._lookup(nc, user, source_id))
+        return await is_readable(lookup_file(nc, user, source_id))
 
     async def readable(
         self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
@@ -219,11 +217,8 @@ class FilesSource(Source):
             return "folder"
         if is_note_path(info.path, options.notes_folder):
             return "a note (indexed by the notes source)"
-        for pattern in options.excluded_paths:
-            if fnmatchcase(info.path, pattern) or fnmatchcase(info.path.lstrip("/"), pattern):
-                return f"excluded by the path pattern {pattern!r}"
-        if options.excluded_tag and options.excluded_tag.casefold() in (tag.casefold() for tag in info.tags):
-            return f"tagged {options.excluded_tag!r}"
+        if reason := exclusion(options, path=info.path, tags=info.tags):
+            return reason
         if not options.index_examples and is_nextcloud_example(info.path, info.size):
             return EXAMPLE_FILE_REASON
         try:
@@ -232,15 +227,18 @@ class FilesSource(Source):
             return exc.reason
         return None
 
-    async def _lookup(self, nc: NextcloudClient, user: str, file_id: str) -> _FileInfo:
-        """Find a file by id (DAV paths are by name); NotFound when the user cannot see it."""
-        if file_id.isdigit():
-            where = f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>"
-            for info in await self._search(nc, user, where):
-                if info.file_id == file_id:
-                    return info
-        raise NotFound(f"file {file_id} not found for {user!r}", 404)
 
-    async def _search(self, nc: NextcloudClient, user: str, where: str) -> list[_FileInfo]:
-        """One basicsearch over the user's whole tree (shares included), returning what ``_PROPS`` says."""
-        return [_FileInfo.from_entry(entry, user) for entry in await search_files(nc, user, where) if entry.status == 200]
+
+async def _search_infos(nc: NextcloudClient, user: str, where: str) -> list[_FileInfo]:
+    """One basicsearch over the user's whole tree (shares included), returning what ``_PROPS`` says."""
+    return [_FileInfo.from_entry(entry, user) for entry in await search_files(nc, user, where) if entry.status == 200]
+
+
+async def lookup_file(nc: NextcloudClient, user: str, file_id: str) -> _FileInfo:
+    """Find a file (or note) by id, as DAV paths are by name; NotFound when the user cannot see it."""
+    if file_id.isdigit():
+        where = f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>"
+        for info in await _search_infos(nc, user, where):
+            if info.file_id == file_id:
+                return info
+    raise NotFound(f"file {file_id} not found for {user!r}", 404)

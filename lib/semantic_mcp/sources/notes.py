@@ -13,7 +13,7 @@ from typing import Any
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import NextcloudClient, http_date_to_ts
 from .base import Listing, Source, compose_text, is_readable, owner_extra
-from .files import readable_by_file_id
+from .files import lookup_file, readable_by_file_id
 
 NOTES_API = "/index.php/apps/notes/api/v1/notes"
 _JSON = {"Accept": "application/json"}
@@ -45,10 +45,13 @@ class NotesSource(Source):
         )
 
     async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+        """The note from the Notes API, and its file's path and system tags (which the Notes API does
+        not give) from a SEARCH by file id, so the admin's excluded paths and tag apply to notes too."""
         note = await self._get(nc, user, source_id)
         if note.get("error"):
             reason = f"Notes cannot read this note: {note.get('errorType') or 'error'}"
             return Skipped(self.doc_type, source_id, reason, version=note.get("etag") or "")
+        file = await lookup_file(nc, user, source_id)
         title = note.get("title") or "(untitled note)"
         category = note.get("category") or ""
         return SourceDocument(
@@ -63,6 +66,8 @@ class NotesSource(Source):
             # The Notes API lists the notes in the user's own notes folder; a read-only one can only
             # have come from a share, so its owner is left unknown.
             extra=owner_extra(None if note.get("readonly") else user),
+            tags=file.tags,
+            path=file.path,
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
