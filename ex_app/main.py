@@ -24,6 +24,7 @@ from nc_py_api.ex_app import set_handlers
 from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
+from semantic_mcp.accounts import DataHolder
 from semantic_mcp.config import AdminSettings, Deployment, DeploymentError
 from semantic_mcp.sources import parser_process
 from semantic_mcp.engine import Engine
@@ -48,6 +49,8 @@ from .upkeep import (
 log = logging.getLogger("semantic_mcp")
 
 SETTINGS_REFRESH_SECONDS = float(os.environ.get("SETTINGS_REFRESH_SECONDS", "10"))
+# How long an account found enabled is trusted before a token's next use asks Nextcloud again.
+ACCOUNT_CHECK_SECONDS = float(os.environ.get("ACCOUNT_CHECK_SECONDS", "60"))
 
 
 class SettingsCache:
@@ -104,7 +107,9 @@ def create_app() -> FastAPI:
     )
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
-                                     deployment.clock.time)
+                                     deployment.clock.time, engine.accounts)
+    engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
+    engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.

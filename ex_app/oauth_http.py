@@ -30,7 +30,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
-from semantic_mcp.oauth import AuthorizationServer, OAuthError, RedirectableError
+from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
+
+from .appapi import behind_buffering_proxy
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +55,21 @@ def _user(request: Request) -> str:
     return str(request.scope.get("username") or "")
 
 
+def caller_address(request: Request) -> str:
+    """The caller's address as Nextcloud saw it, for the quotas on anonymous work. AppAPI's PHP proxy
+    sets ``X-Origin-IP`` and drops any the caller sent; HaRP (0.4.4) sets none and passes the
+    caller's through, so there only the connecting peer counts (HaRP's own: one address for all)."""
+    if behind_buffering_proxy(request.headers):
+        return request.headers["x-origin-ip"]
+    return request.client.host if request.client else ""
+
+
 def _error_json(exc: OAuthError) -> JSONResponse:
     headers = dict(NO_STORE)
     if exc.status == 401:
         headers["WWW-Authenticate"] = 'Bearer error="invalid_client"'
+    if exc.status in (429, 503):
+        headers["Retry-After"] = "60"
     return JSONResponse(exc.as_json(), status_code=exc.status, headers=headers)
 
 
@@ -145,11 +158,11 @@ class OAuthHTTP:
     async def authorize(self, request: Request) -> Response:
         params = {key: value for key, value in request.query_params.items()}
         try:
-            authorization, client = await self.server.validate_authorization(params)
+            authorization, client = await self.server.validate_authorization(params, caller_address(request))
         except RedirectableError as exc:
             return _navigate(self.server.error_redirect(exc))
         except OAuthError as exc:
-            return _error_page(exc.description, 403 if exc.status == 403 else 400)
+            return _error_page(exc.description, exc.status if exc.status in (403, 429) else 400)
         user = _user(request)
         if not user:
             back = f"{self._issuer_path}/oauth/authorize?{request.url.query}"
@@ -184,7 +197,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
             return _error_page("You are not logged in to Nextcloud.", 401)
         try:
             form = await _form(request)
-            target = self.server.decide(user, form.get("request_id", ""), form.get("csrf_token", ""),
+            target = await self.server.decide(user, form.get("request_id", ""), form.get("csrf_token", ""),
                                         approve=form.get("decision") == "approve")
         except OAuthError as exc:
             return _error_page(exc.description, 400)
@@ -195,7 +208,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def token(self, request: Request) -> Response:
         try:
-            answer = await self.server.token(await _form(request))
+            answer = await self.server.token(await _form(request), caller_address(request))
         except OAuthError as exc:
             log.info("Token request refused: %s", exc.error)
             return _error_json(exc)
@@ -203,7 +216,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def register(self, request: Request) -> Response:
         try:
-            answer = self.server.register(await request.body())
+            answer = self.server.register(await request.body(), caller_address(request))
         except OAuthError as exc:
             return _error_json(exc)
         log.info("Registered OAuth client %r", answer["client_name"])
@@ -211,7 +224,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
 
     async def revoke(self, request: Request) -> Response:
         try:
-            await self.server.revoke(await _form(request))
+            await self.server.revoke(await _form(request), caller_address(request))
         except OAuthError as exc:
             return _error_json(exc)
         return Response(status_code=200, headers=NO_STORE)
@@ -260,7 +273,11 @@ class BearerGuard:
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
-        grant = self.server.verify(token) if token else None
+        try:
+            grant = await self.server.verify(token) if token else None
+        except AccountUnconfirmed as exc:  # not a 401: the client would drop its tokens and start over
+            await JSONResponse(exc.as_json(), status_code=503, headers={"Retry-After": "30"})(scope, receive, send)
+            return
         if grant is not None:
             scope["username"] = grant.user
             scope["oauth_scopes"] = grant.scopes

@@ -37,6 +37,9 @@ class Caller:
 
     user: str | None
     app_id: str | None = None
+    # A disabled account AppAPI still acts as: WebDAV answers it, OCS and app routes do not
+    # (Nextcloud's isLoggedIn() checks isEnabled(); AppAPI's DAV login does not).
+    disabled: bool = False
 
 
 ANONYMOUS = Caller(None)
@@ -71,19 +74,19 @@ def identify(conn: HTTPConnection, state: State) -> Caller:
         if not app.enabled and not any(p in conn.url.path for p in INIT_ALLOWED):
             raise AuthFailed("ExApp is disabled")
         if user and user not in state.users:
-            raise AuthFailed("unknown user")
-        return Caller(user, app.app_id)
+            return ANONYMOUS  # AppAPI logs "Requested user does not exists" and sets no user: 401 downstream
+        return Caller(user, app.app_id, disabled=bool(user) and not state.users[user].enabled)
     authorization = headers.get("authorization", "")
     scheme, _, value = authorization.partition(" ")
     if scheme.lower() == "basic":
         user, password = decode_pair(value)
         account = state.users.get(user)
-        if account is None or password != account.password:
-            raise AuthFailed("wrong password")
+        if account is None or password != account.password or not account.enabled:
+            raise AuthFailed("wrong password or account disabled")
         return Caller(user)
     if scheme.lower() == "bearer":
         account = next((u for u in state.users.values() if u.password == value.strip()), None)
-        if account is None:
+        if account is None or not account.enabled:
             raise AuthFailed("unknown token")
         return Caller(account.uid)
     return ANONYMOUS
@@ -92,13 +95,19 @@ def identify(conn: HTTPConnection, state: State) -> Caller:
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def requires_user(endpoint: Endpoint) -> Endpoint:
-    """Run ``endpoint`` only for a logged-in user, available as ``request.state.user``."""
+def logged_in(caller: Caller) -> bool:
+    """What Nextcloud's OCS and app routes accept: a user whose account is enabled."""
+    return bool(caller.user) and not caller.disabled
+
+
+def requires_user(endpoint: Endpoint, *, dav: bool = False) -> Endpoint:
+    """Run ``endpoint`` only for a logged-in user, available as ``request.state.user``; ``dav``
+    endpoints also serve a disabled account AppAPI acts as."""
 
     @functools.wraps(endpoint)
     async def wrapper(request: Request) -> Response:
         caller = identify(request, request.app.state.nc)
-        if not caller.user:
+        if not (caller.user if dav else logged_in(caller)):
             raise NotLoggedIn()
         request.state.user = caller.user
         request.state.caller = caller

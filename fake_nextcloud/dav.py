@@ -80,7 +80,6 @@ async def _principal(request: Request, uid: str, path: str) -> Response:
     )
 
 
-@requires_user
 async def dav(request: Request) -> Response:
     path = request.path_params.get("path", "")
     root, _, rest = path.partition("/")
@@ -97,6 +96,7 @@ async def dav(request: Request) -> Response:
     raise not_found(f"File not found: {root} in 'root'")
 
 
+dav = requires_user(dav, dav=True)  # AppAPI's DAV login serves a disabled account too (real 34.0.1)
 ROUTES = [
     Route("/remote.php/dav", dav, methods=METHODS),
     Route("/remote.php/dav/{path:path}", dav, methods=METHODS),

@@ -117,6 +117,18 @@ class Deck:
 
     # ---- model ---------------------------------------------------------------------------
 
+
+    def drop_user(self, uid: str) -> None:
+        """A deleted account's boards (and their stacks and cards) go; shares with it end."""
+        gone = {board_id for board_id, board in self.boards.items() if board.owner == uid}
+        for board_id in gone:
+            del self.boards[board_id]
+        for stack_id in [i for i, stack in self.stacks.items() if stack.board_id in gone]:
+            del self.stacks[stack_id]
+        for card_id in [i for i, card in self.cards.items() if card.stack_id not in self.stacks]:
+            del self.cards[card_id]
+        for board in self.boards.values():
+            board.acl = [acl for acl in board.acl if acl.participant != uid]
     def permissions(self, uid: str, board: Board) -> dict[str, bool] | None:
         if board.owner == uid:
             return dict.fromkeys(("PERMISSION_READ", "PERMISSION_EDIT", "PERMISSION_MANAGE", "PERMISSION_SHARE"), True)

@@ -183,6 +183,15 @@ class FileStore:
             self.trash[uid] = []
         return self.homes[uid]
 
+    def drop_home(self, uid: str) -> None:
+        """A deleted account: its files (with their ids), its shares either way and its trash go."""
+        home = self.homes.pop(uid, None)
+        self.trash.pop(uid, None)
+        for share_id in [i for i, s in self.shares.items() if uid in (s.owner, s.recipient)]:
+            del self.shares[share_id]
+        for node_id in [i for i, n in self.by_id.items() if n.owner == uid or n is home]:
+            del self.by_id[node_id]
+
     def event_path(self, node: Node) -> str:
         rel = node.rel_path()
         return f"/{node.owner}/files" + (f"/{rel}" if rel else "")

@@ -156,6 +156,11 @@ class Groupware:
         self.calendars: dict[tuple[str, str], Collection] = {}
         self.addressbooks: dict[tuple[str, str], Collection] = {}
 
+    def drop_user(self, uid: str) -> None:
+        for books in (self.calendars, self.addressbooks):
+            for key in [key for key in books if key[0] == uid]:
+                del books[key]
+
     def create_calendar(
         self, owner: str, uri: str, displayname: str, components: tuple[str, ...] = ("VEVENT", "VTODO")
     ) -> Collection:

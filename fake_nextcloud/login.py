@@ -29,7 +29,8 @@ DEFAULT_PAGE = "/index.php/apps/dashboard/"
 def session_user(conn: HTTPConnection, state: State) -> str | None:
     """The user a browser session cookie is logged in as, if any."""
     session = state.sessions.get(conn.cookies.get(SESSION_COOKIE, ""))
-    return session.user if session else None
+    account = state.users.get(session.user or "") if session else None
+    return session.user if session and account and account.enabled else None  # disabled or deleted: logged out
 
 
 def _session(request: Request, state: State) -> tuple[str, Session]:
@@ -85,12 +86,13 @@ async def login(request: Request) -> Response:
     with state.lock:
         account = state.users.get(user)
         # Login passwords and app passwords are one secret per user in the fake.
-        if account is None or not secrets.compare_digest(password, account.password):
+        if account is None or not account.enabled or not secrets.compare_digest(password, account.password):
             query = urlencode({"error": "1", "user": user, "redirect_url": redirect_url})
             return RedirectResponse(f"/index.php/login?{query}", status_code=303)
         del state.sessions[request.cookies[SESSION_COOKIE]]  # a new session id after login
         session_id = secrets.token_urlsafe(24)
         state.sessions[session_id] = Session(csrf=secrets.token_urlsafe(32), user=account.uid)
+        state.logged_in(account.uid)
     return _with_cookie(RedirectResponse(_local(redirect_url), status_code=303), session_id)
 
 

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .auth import NotLoggedIn, identify
+from .auth import NotLoggedIn, identify, logged_in
 from .davxml import DavError
 from .files import Share
 from .responses import OcsError, json_response, ocs_response, request_params
@@ -28,7 +28,7 @@ _DATA = resources.files(__package__) / "data"
 def _user(request: Request) -> tuple[State, str]:
     nc: State = request.app.state.nc
     caller = identify(request, nc)
-    if not caller.user:
+    if not logged_in(caller):
         raise NotLoggedIn()
     return nc, caller.user
 
@@ -58,11 +58,11 @@ def user_json(nc: State, uid: str) -> dict[str, Any]:
     user = nc.users[uid]
     used = nc.files.homes[uid].size
     return {
-        "enabled": True,
+        "enabled": user.enabled,
         "id": uid,
-        "firstLoginTimestamp": 1795341256,
-        "lastLoginTimestamp": 1795341904,
-        "lastLogin": 1795341904000,
+        "firstLoginTimestamp": user.first_login,
+        "lastLoginTimestamp": user.first_login and user.first_login + 648,
+        "lastLogin": (user.first_login and user.first_login + 648) * 1000,
         "backend": "Database",
         "subadmin": [],
         "quota": {"free": -3, "used": used, "total": -3, "relative": 0, "quota": -3},

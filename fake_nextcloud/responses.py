@@ -99,7 +99,8 @@ def ocs_response(request: Request, data: Any = None, status: int = 200, message:
     """Wrap ``data`` in the OCS envelope of the request's API version and format.
 
     v1 always answers HTTP 200 (except 401) with ``statuscode`` 100 on success; v2 mirrors the
-    HTTP status in ``statuscode``. Both answer XML unless JSON is asked for.
+    HTTP status in ``statuscode``, except 401 ("Current user is not logged in"), which is 997 in both
+    (seen on 34.0.1). Both answer XML unless JSON is asked for.
     """
     ok = 200 <= status < 300
     message = ("OK" if ok else "") if message is None else message
@@ -113,7 +114,7 @@ def ocs_response(request: Request, data: Any = None, status: int = 200, message:
         }
         http_status = 401 if status == 401 else 200
     else:
-        meta = {"status": "ok" if ok else "failure", "statuscode": status, "message": message}
+        meta = {"status": "ok" if ok else "failure", "statuscode": 997 if status == 401 else status, "message": message}
         http_status = status
     envelope = {"ocs": {"meta": meta, "data": [] if data is None else data}}
     if _wants_json(request):

@@ -121,9 +121,16 @@ class FakeNextcloud:
     # ---- users and credentials ---------------------------------------------------------------
 
     def add_user(
-        self, uid: str, display_name: str | None = None, password: str | None = None, admin: bool = False
+        self, uid: str, display_name: str | None = None, password: str | None = None, admin: bool = False,
+        *, logged_in: bool = True,
     ) -> None:
-        self.state.add_user(uid, display_name, password, admin)
+        self.state.add_user(uid, display_name, password, admin, logged_in=logged_in)
+
+    def set_user_enabled(self, uid: str, enabled: bool) -> None:
+        self.state.set_enabled(uid, enabled)
+
+    def delete_user(self, uid: str) -> None:
+        self.state.delete_user(uid)
 
     def password(self, uid: str) -> str:
         """The user's app password (``<uid>-app-password`` unless configured)."""

@@ -28,6 +28,10 @@ class User:
     password: str
     admin: bool = False
     email: str | None = None
+    enabled: bool = True
+    # ``firstLoginTimestamp``: set at the first login, 0 before it. A uid deleted and created again
+    # starts at 0, then gets a later time: never the old account's value.
+    first_login: int = 0
 
 
 @dataclass
@@ -50,6 +54,7 @@ class State:
         self.maintenance = Maintenance()  # occ maintenance:mode: 503 everywhere, webhook worker stopped
         self.throttler = Throttler()
         file_ids = itertools.count(1)
+        self._login_times = itertools.count(1795341256, 97)  # distinct first-login times, as on a real server
         self.webhooks = Webhooks(
             lock=self.lock,
             apps=self.apps,
@@ -71,17 +76,41 @@ class State:
         password: str | None = None,
         admin: bool = False,
         email: str | None = None,
+        *,
+        logged_in: bool = True,
     ) -> User:
         """Create a user with a home folder, a ``personal`` calendar and a ``contacts`` address book,
-        as a real server does at the user's first web login."""
+        as a real server does at the user's first web login (which ``logged_in`` says happened)."""
         with self.lock:
-            user = User(uid, display_name or uid, password or f"{uid}-app-password", admin, email)
+            user = User(uid, display_name or uid, password or f"{uid}-app-password", admin, email,
+                        first_login=next(self._login_times) if logged_in else 0)
             self.users[uid] = user
             self.files.ensure_home(uid)
             self.groupware.create_calendar(uid, "personal", "Personal")
             self.groupware.create_calendar(uid, "contact_birthdays", "Contact birthdays", ("VEVENT",))
             self.groupware.create_addressbook(uid, "contacts", "Contacts")
             return user
+
+    def logged_in(self, uid: str) -> None:
+        """A password login: the first one sets ``firstLoginTimestamp``."""
+        with self.lock:
+            if self.users[uid].first_login == 0:
+                self.users[uid].first_login = next(self._login_times)
+
+    def set_enabled(self, uid: str, enabled: bool) -> None:
+        """``occ user:disable`` / ``user:enable``: the account's app passwords and sessions stop (401),
+        OCS and app routes refuse AppAPI acting as it, WebDAV still answers AppAPI."""
+        with self.lock:
+            self.users[uid].enabled = enabled
+
+    def delete_user(self, uid: str) -> None:
+        """``occ user:delete``: the account and everything in its home are gone; AppAPI acting as it
+        is anonymous (401 everywhere) and AppAPI's user list omits it."""
+        with self.lock:
+            del self.users[uid]
+            self.files.drop_home(uid)
+            self.groupware.drop_user(uid)
+            self.deck.drop_user(uid)
 
     def display_name(self, uid: str) -> str:
         user = self.users.get(uid)

@@ -314,3 +314,37 @@ async def sdk_oauth_client(
     http = httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(30.0, read=120.0))
     async with http, Client(streamable_http_client(mcp_url, http_client=http)) as client:
         yield client, storage
+
+
+async def connect_as(mcp_url: str, nextcloud_url: str, user: str, password: str) -> tuple[str, str, str]:
+    """``user`` logs in to Nextcloud and consents to a registered client, which asks for its status
+    as that user: (client id, access token, refresh token)."""
+    browser = ScriptedBrowser(nextcloud_url)
+    await browser.login(user, password)
+    try:
+        async with sdk_oauth_client(mcp_url, browser, client_name=f"{user}'s client") as (client, storage):
+            status = await client.call_tool("nc_get_vector_sync_status", {})
+    finally:
+        await browser.aclose()
+    assert status.structured_content["user"] == user
+    return storage.client_info.client_id, storage.tokens.access_token, storage.tokens.refresh_token
+
+
+# --- a clock the tests move --------------------------------------------------------------------------
+
+
+class Clock:
+    """Unix seconds that move only when the test moves them."""
+
+    def __init__(self, start: datetime.datetime) -> None:
+        self.now = start.timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(clock_start: datetime.datetime | None) -> Clock:
+    """Starts today, or at each shifted instant for a ``clock_sensitive`` test (conftest.py); import it
+    as a fixture."""
+    return Clock(clock_start or datetime.datetime.now(datetime.UTC))

@@ -8,34 +8,19 @@ from __future__ import annotations
 
 import json
 import ssl
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from oauth_support import REDIRECT_URI, Document, MetadataHost, metadata_host, pkce  # noqa: F401 (fixture)
+from oauth_support import (  # noqa: F401 (fixtures)
+    REDIRECT_URI, Clock, Document, MetadataHost, clock, metadata_host, pkce,
+)
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 from semantic_mcp.oauth import AuthorizationServer, ClientRegistry, MetadataPolicy, OAuthError, OAuthStore
 from semantic_mcp.oauth.clients import MAX_DOCUMENT_BYTES
 from semantic_mcp.oauth.server import ACCESS_TOKEN_SECONDS, CODE_SECONDS, REFRESH_TOKEN_SECONDS
 
 PUBLIC_URL = "https://cloud.example.com"
-
-
-class Clock:
-    """Unix seconds that move only when the test moves them."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start.timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(clock_start: datetime | None) -> Clock:
-    """Starts today, or at each shifted instant for a ``clock_sensitive`` test (conftest.py)."""
-    return Clock(clock_start or datetime.now(UTC))
 
 
 def make_server(path: Path, clock: Clock, public_url: str = PUBLIC_URL,
@@ -62,7 +47,7 @@ async def code_for(server: AuthorizationServer, client_id: str, challenge: str, 
         params["scope"] = scope
     request, _ = await server.validate_authorization(params)
     request_id, csrf = server.begin_consent("alice", request)
-    redirect = server.decide("alice", request_id, csrf, approve=True)
+    redirect = await server.decide("alice", request_id, csrf, approve=True)
     return redirect.split("code=", 1)[1].split("&", 1)[0]
 
 
@@ -78,10 +63,10 @@ async def tokens(server: AuthorizationServer, scope: str | None = None) -> tuple
 @pytest.mark.clock_sensitive
 async def test_a_token_works_for_its_user_until_it_expires(server: AuthorizationServer, clock: Clock) -> None:
     _, answer = await tokens(server)
-    grant = server.verify(answer["access_token"])
+    grant = (await server.verify(answer["access_token"]))
     assert grant is not None and grant.user == "alice" and grant.scopes == {READ_SCOPE, WRITE_SCOPE}
     clock.now += ACCESS_TOKEN_SECONDS + 1
-    assert server.verify(answer["access_token"]) is None
+    assert (await server.verify(answer["access_token"])) is None
 
 
 @pytest.mark.clock_sensitive
@@ -110,9 +95,9 @@ async def test_a_token_minted_for_another_resource_is_refused(tmp_path: Path, cl
     """The audience check: the same storage behind another public URL (another resource) honours nothing."""
     first = make_server(tmp_path, clock, "https://old.example.com")
     _, answer = await tokens(first)
-    assert first.verify(answer["access_token"]) is not None
+    assert (await first.verify(answer["access_token"])) is not None
     moved = make_server(tmp_path, clock, "https://cloud.example.com")
-    assert moved.verify(answer["access_token"]) is None
+    assert (await moved.verify(answer["access_token"])) is None
 
 
 async def test_the_admin_narrowing_scopes_narrows_tokens_already_issued(tmp_path: Path, clock: Clock) -> None:
@@ -122,21 +107,21 @@ async def test_the_admin_narrowing_scopes_narrows_tokens_already_issued(tmp_path
                                  "semantic_mcp", clock=clock)
     _, answer = await tokens(server)
     settings["now"] = AdminSettings(oauth_scopes=(READ_SCOPE,))
-    assert server.verify(answer["access_token"]).scopes == {READ_SCOPE}
+    assert (await server.verify(answer["access_token"])).scopes == {READ_SCOPE}
     settings["now"] = AdminSettings(oauth_enabled=False)
-    assert server.verify(answer["access_token"]) is None
+    assert (await server.verify(answer["access_token"])) is None
 
 
 async def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(server: AuthorizationServer) -> None:
     client_id, first = await tokens(server)
     second = await server.token({"grant_type": "refresh_token", "refresh_token": first["refresh_token"],
                                  "client_id": client_id})
-    assert second["refresh_token"] != first["refresh_token"] and server.verify(second["access_token"])
+    assert second["refresh_token"] != first["refresh_token"] and (await server.verify(second["access_token"]))
     with pytest.raises(OAuthError) as reused:
         await server.token({"grant_type": "refresh_token", "refresh_token": first["refresh_token"],
                             "client_id": client_id})
     assert reused.value.error == "invalid_grant"
-    assert server.verify(second["access_token"]) is None  # the whole grant went with it
+    assert (await server.verify(second["access_token"])) is None  # the whole grant went with it
 
 
 @pytest.mark.clock_sensitive
@@ -148,7 +133,7 @@ async def test_housekeeping_drops_expired_tokens_and_unused_registrations(server
     _, fresh = await tokens(server)  # issuing tokens runs the hourly housekeeping
     assert server.store.token(answer["refresh_token"], "refresh") is None
     assert server.store.client(unused) is None
-    assert server.verify(fresh["access_token"]) is not None
+    assert (await server.verify(fresh["access_token"])) is not None
 
 
 async def test_grants_survive_a_restart(tmp_path: Path, clock: Clock) -> None:
@@ -156,7 +141,7 @@ async def test_grants_survive_a_restart(tmp_path: Path, clock: Clock) -> None:
     _, answer = await tokens(server)
     server.store.close()
     again = make_server(tmp_path, clock)
-    assert again.verify(answer["access_token"]).user == "alice"
+    assert (await again.verify(answer["access_token"])).user == "alice"
     assert [c["client_name"] for c in again.connected_clients("alice")] == ["Unit client"]
 
 

@@ -185,6 +185,15 @@ class AdminSettings:
     def source_enabled(self, doc_type: DocType) -> bool:
         return bool(getattr(self, f"index_{doc_type}s"))
 
+    def remote_embedder_options(self) -> dict[str, str]:
+        """Constructor options for the remote embedding backends; the built-in models take none."""
+        if self.embedding_backend not in ("openai", "ollama"):
+            return {}
+        options = {"base_url": self.embedding_url, "model": self.embedding_model}
+        if self.embedding_backend == "openai" and self.embedding_api_key:
+            options["api_key"] = self.embedding_api_key
+        return options
+
     @property
     def enabled_doc_types(self) -> tuple[DocType, ...]:
         return tuple(t for t in DOC_TYPES if self.source_enabled(t))

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .accounts import AccountDirectory, DataHolder
 from .config import AdminSettings, Deployment
 from .documents import DOC_TYPES, DocRef
 from .embedding import CachedEmbedder, EmbeddingCache, Embedder, make_embedder
@@ -74,12 +75,12 @@ class Engine:
         recheck = deployment.nextcloud_ai_recheck_seconds
         self.assistant = NextcloudAssistant(nc, no_provider_ttl=recheck, provider_ttl=recheck)
         self.pipeline = Pipeline(
-            self.state, self.sources, nc, _LazyStore(self), self.keyword, self.embedder, self.is_user_enabled
+            self.state, self.sources, nc, _Current(self.store), self.keyword, self.embedder, self.is_user_enabled
         )
         self.verifier = Verifier(nc, self.sources, self._schedule_removal)
         self.search = SearchService(
             HybridRetriever(
-                _LazyStore(self), self.keyword, _LazyEmbedder(self),
+                _Current(self.store), self.keyword, _Current(self.embedder),
                 Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
             ),
             self.verifier, public_url or nc.base_url,
@@ -91,6 +92,8 @@ class Engine:
         self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
         self.health = nc.health
         self.health.on_resume(self._catch_up)
+        self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
+        self.accounts.holders.append(DataHolder(self.state.users_with_data, self.purge_user))
         self.webhooks = WebhookHealth()
 
     # --- components that follow the admin settings ------------------------------------------
@@ -104,7 +107,7 @@ class Engine:
         settings = self.settings()
         config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model)
         if self._embedder is None or config != self._embedder_config:
-            embedder = CachedEmbedder(make_embedder(settings.embedding_backend, **_remote_options(settings)),
+            embedder = CachedEmbedder(make_embedder(settings.embedding_backend, **settings.remote_embedder_options()),
                                       self._embedding_cache)
             previous = self.state.get_meta("model_id")
             if previous is not None and previous != embedder.model_id:
@@ -173,14 +176,21 @@ class Engine:
         log.info("Indexing disabled for %s; their vectors were deleted", user)
 
     async def users(self) -> list[str]:
-        """Users to index: Nextcloud's users that are enabled, plus anyone who opted in."""
+        """Users to index: Nextcloud's users that are enabled, plus anyone who opted in. What was kept
+        for an account Nextcloud no longer has, or that now belongs to someone else, is purged."""
         try:
             listed = await self._list_users()
         except Exception as exc:  # keep indexing known users when the listing fails
             log.warning("Could not list Nextcloud users (%s); using the users already known", exc)
             return sorted(u for u in self.state.known_users() if self.is_user_enabled(u))
-        # Known users Nextcloud does not list are gone (or never existed: an event can name anyone).
+        await self.accounts.sweep(listed)
         return sorted(u for u in listed if self.is_user_enabled(u))
+
+    def purge_user(self, user: str) -> None:
+        """Everything indexed for a departed account: its state rows, keyword index and vectors."""
+        self.state.delete_user(user)
+        self.keyword.delete_user(user)
+        self.store().delete_user(user)
 
     # --- events and reconciliation --------------------------------------------------------------
 
@@ -422,30 +432,12 @@ async def _supervised(name: str, loop: Callable[[], Awaitable[None]]) -> None:
             await asyncio.sleep(5.0)
 
 
-def _remote_options(settings: AdminSettings) -> dict[str, str]:
-    """Constructor options for the remote backends; the built-in models take none."""
-    if settings.embedding_backend not in ("openai", "ollama"):
-        return {}
-    options = {"base_url": settings.embedding_url, "model": settings.embedding_model}
-    if settings.embedding_backend == "openai" and settings.embedding_api_key:
-        options["api_key"] = settings.embedding_api_key
-    return options
+class _Current:
+    """Forwards to the engine's current store or embedder, replaced when the embedding model changes."""
 
-
-class _LazyStore:
-    """Forwards to the engine's current store, which is replaced when the embedding model changes."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, current: Callable[[], Any]) -> None:
+        self._current = current
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine.store(), name)
-
-
-class _LazyEmbedder:
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine.embedder(), name)
+        return getattr(self._current(), name)
 

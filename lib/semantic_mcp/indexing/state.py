@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..documents import DocRef, DocType
+from .user_records import UserRecords
 
 Action = Literal["upsert", "delete"]
 
@@ -72,7 +73,8 @@ CREATE TABLE IF NOT EXISTS users (
     user TEXT PRIMARY KEY,
     enabled INTEGER,             -- the user's own choice; NULL when they never chose (admin default applies)
     changed_at REAL NOT NULL,
-    last_event REAL
+    last_event REAL,
+    account_id TEXT              -- the account's identity when last seen (accounts.py): a new one means a new person
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
@@ -96,7 +98,7 @@ class IndexedDoc:
     chunk_count: int
 
 
-class IndexState:
+class IndexState(UserRecords):
     """All durable indexing state. Thread-safe: the pipeline calls it from worker threads too."""
 
     def __init__(self, path: Path) -> None:
@@ -105,6 +107,8 @@ class IndexState:
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._db.executescript(_SCHEMA)
+        if "account_id" not in {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}:
+            self._db.execute("ALTER TABLE users ADD COLUMN account_id TEXT")  # a database from before it
 
     def close(self) -> None:
         with self._lock:
@@ -299,34 +303,7 @@ class IndexState:
             for table in ("documents", "skipped", "cursors"):
                 db.execute(f"DELETE FROM {table}")
 
-    # --- users, cursors, status ------------------------------------------------------------------
-
-    def set_user_enabled(self, user: str, enabled: bool) -> None:
-        with self._tx() as db:
-            db.execute(
-                """INSERT INTO users (user, enabled, changed_at) VALUES (?, ?, ?)
-                   ON CONFLICT (user) DO UPDATE SET enabled = excluded.enabled, changed_at = excluded.changed_at""",
-                (user, int(enabled), time.time()),
-            )
-            if not enabled:
-                for table in ("tasks", "documents", "skipped", "dead_letters", "refused", "cursors"):
-                    db.execute(f"DELETE FROM {table} WHERE user = ?", (user,))
-
-    def user_choice(self, user: str) -> bool | None:
-        """The user's own opt-in/out, or None when they never chose (the admin default applies)."""
-        rows = self._rows("SELECT enabled FROM users WHERE user = ?", user)
-        return bool(rows[0]["enabled"]) if rows and rows[0]["enabled"] is not None else None
-
-    def known_users(self) -> list[str]:
-        return [row["user"] for row in self._rows("SELECT user FROM users")]
-
-    def note_event(self, user: str) -> None:
-        with self._tx() as db:
-            db.execute(
-                """INSERT INTO users (user, enabled, changed_at, last_event) VALUES (?, NULL, ?, ?)
-                   ON CONFLICT (user) DO UPDATE SET last_event = excluded.last_event""",
-                (user, time.time(), time.time()),
-            )
+    # --- cursors, status and meta ------------------------------------------------------------
 
     def has_cursors(self) -> bool:
         """Whether anything was ever listed (an app restarted, rather than installed anew)."""

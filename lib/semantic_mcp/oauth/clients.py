@@ -6,6 +6,10 @@ fetch is bounded in every way that matters: HTTPS only, no redirects, a size cap
 cap, the host's addresses checked (no loopback, private or link-local ones unless the admin
 allows them) and the connection pinned to the checked address, so DNS cannot switch it after
 the check.
+
+Both are anonymous work on our side (a stored registration, an outgoing fetch), so both have quotas:
+per caller address (AppAPI's ``X-Origin-IP``: Nextcloud's view of the client, ``trusted_proxies``
+applied) and in total, per hour.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ AUTH_METHODS = ("none", "client_secret_post")
 BLOCKED_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
+QUOTA_WINDOW_SECONDS = 3600.0
+# (per caller address, in total) per QUOTA_WINDOW_SECONDS; a fetch is counted when it is tried.
+QUOTAS = {"registration": (30, 300), "metadata document fetch": (30, 300)}
 
 
 @dataclass(frozen=True)
@@ -136,14 +143,24 @@ class ClientRegistry:
     def __init__(self, store: OAuthStore, *, verify: ssl.SSLContext | None = None,
                  fetch_seconds: float = FETCH_SECONDS, clock: Callable[[], float] = time.time) -> None:
         self.store = store
-        self.clock = clock  # the authorization server's: registrations and cached documents age by it
+        self.clock = clock  # the authorization server's: registrations, quotas and cached documents age by it
         self.fetch_seconds = fetch_seconds
         # The system trust store; OpenSSL honours SSL_CERT_FILE, which is how tests add their own CA.
         self._verify = verify or ssl.create_default_context()
 
-    async def find(self, client_id: str, policy: MetadataPolicy) -> Client:
+    def _admit(self, kind: str, source: str) -> None:
+        per_source, in_total = QUOTAS[kind]
+        exhausted = self.store.admit_anonymous(kind, source, self.clock(), QUOTA_WINDOW_SECONDS, per_source, in_total)
+        if exhausted:
+            whose = "from your address" if exhausted == "source" else "on this server"
+            raise OAuthError("temporarily_unavailable", f"too many client {kind}s {whose} in the last hour "
+                             f"(at most {per_source if exhausted == 'source' else in_total}); try again later",
+                             status=429)
+
+    async def find(self, client_id: str, policy: MetadataPolicy, source: str = "") -> Client:
+        """``source``: the caller's address, for the quota on fetching metadata documents."""
         if is_metadata_document_url(client_id):
-            return await self._from_metadata_document(client_id, policy)
+            return await self._from_metadata_document(client_id, policy, source)
         found = self.store.client(client_id)
         if found is None:
             raise OAuthError("invalid_client", "unknown client_id", status=401)
@@ -155,7 +172,7 @@ class ClientRegistry:
 
     # --- RFC 7591 dynamic registration
 
-    def register(self, body: bytes) -> dict[str, Any]:
+    def register(self, body: bytes, source: str = "") -> dict[str, Any]:
         if len(body) > MAX_REGISTRATION_BYTES:
             raise OAuthError("invalid_client_metadata", "registration request too large")
         try:
@@ -185,6 +202,7 @@ class ClientRegistry:
             "grant_types": grant_types,
             "response_types": ["code"],
         }
+        self._admit("registration", source)  # only a well-formed request counts
         client_id = "dcr-" + secrets.token_urlsafe(18)
         secret = new_secret() if method != "none" else None
         now = self.clock()
@@ -196,14 +214,14 @@ class ClientRegistry:
 
     # --- Client ID Metadata Documents
 
-    async def _from_metadata_document(self, url: str, policy: MetadataPolicy) -> Client:
-        document = await self.fetch_document(url, policy)
+    async def _from_metadata_document(self, url: str, policy: MetadataPolicy, source: str) -> Client:
+        document = await self.fetch_document(url, policy, source)
         return Client(
             url, _clean_name(document.get("client_name"), urlsplit(url).hostname or url),
             tuple(document["redirect_uris"]), "none", from_metadata_document=True,
         )
 
-    async def fetch_document(self, url: str, policy: MetadataPolicy) -> dict[str, Any]:
+    async def fetch_document(self, url: str, policy: MetadataPolicy, source: str = "") -> dict[str, Any]:
         """The validated document, from the cache or fetched. The admin's policy (allowed hosts, private
         addresses) is applied on every use, so tightening it also stops documents cached earlier."""
         parts = urlsplit(url)
@@ -220,6 +238,7 @@ class ClientRegistry:
                 cached = self.store.cached_document(url, self.clock())
                 if cached is not None:
                     return cached
+                self._admit("metadata document fetch", source)
                 response_body, max_age = await self._get(url, host, addresses)
         except TimeoutError as exc:
             raise OAuthError("invalid_client", f"client metadata document at {url} took too long", status=401) from exc

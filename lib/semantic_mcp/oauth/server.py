@@ -4,6 +4,8 @@ Issuer: ``<public Nextcloud URL>/index.php/apps/app_api/proxy/<app id>``; protec
 the MCP endpoint, issuer + ``/mcp``. Authorization code with PKCE S256 only; opaque access
 tokens (an hour) bound to that resource; rotating refresh tokens, where presenting a used one
 again revokes the whole grant (it was stolen or replayed), as does presenting a code twice.
+A grant ends 30 days after consent however often it is refreshed, and holds only while its account
+does (``binding``, ADR 0500).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from ..config import AdminSettings
+from .binding import GRANT_SECONDS, AccountBinding, Accounts, grant_end
 from .clients import Client, ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError
 from .store import Grant, OAuthStore, new_secret
@@ -76,9 +79,11 @@ class AuthorizationServer:
         public_url: str,
         app_id: str,
         *,
+        accounts: Accounts | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.binding = AccountBinding(store, accounts)
         self.clients = registry
         self.settings = settings
         self.public_url = public_url.rstrip("/")
@@ -89,10 +94,11 @@ class AuthorizationServer:
 
     @classmethod
     def open(cls, storage: Path, settings: Callable[[], AdminSettings], public_url: str, app_id: str,
-             clock: Callable[[], float]) -> AuthorizationServer:
+             clock: Callable[[], float], accounts: Accounts) -> AuthorizationServer:
         """The server on its SQLite file under the app's persistent storage."""
         store = OAuthStore(storage / "oauth.db")
-        return cls(store, ClientRegistry(store, clock=clock), settings, public_url, app_id, clock=clock)
+        return cls(store, ClientRegistry(store, clock=clock), settings, public_url, app_id, accounts=accounts,
+                   clock=clock)
 
     # --- discovery
 
@@ -137,12 +143,12 @@ class AuthorizationServer:
             **({"registration_endpoint": f"{oauth}/register"} if self.settings().oauth_allow_registration else {}),
         }
 
-    def register(self, body: bytes) -> dict[str, Any]:
-        """RFC 7591 dynamic registration, when the admin allows it."""
+    def register(self, body: bytes, source: str = "") -> dict[str, Any]:
+        """RFC 7591 dynamic registration, when the admin allows it; ``source`` is the caller's address."""
         self._require_enabled()
         if not self.settings().oauth_allow_registration:
             raise OAuthError("access_denied", "client registration is switched off on this Nextcloud", status=403)
-        return self.clients.register(body)
+        return self.clients.register(body, source)
 
     def policy(self) -> MetadataPolicy:
         settings = self.settings()
@@ -154,14 +160,16 @@ class AuthorizationServer:
 
     # --- authorization endpoint
 
-    async def validate_authorization(self, params: dict[str, str]) -> tuple[AuthorizationRequest, Client]:
+    async def validate_authorization(
+        self, params: dict[str, str], source: str = ""
+    ) -> tuple[AuthorizationRequest, Client]:
         """Errors about the client or its redirect URI are shown to the user (never redirected to an
         unverified URI); the rest go back to the client as :class:`RedirectableError`."""
         self._require_enabled()
         client_id = params.get("client_id")
         if not client_id:
             raise OAuthError("invalid_request", "client_id is missing")
-        client = await self.clients.find(client_id, self.policy())
+        client = await self.clients.find(client_id, self.policy(), source)
         redirect_uri = client.redirect_uri_for(params.get("redirect_uri"))
         state = params.get("state")
 
@@ -201,7 +209,7 @@ class AuthorizationServer:
         now = self.clock()
         return self.store.add_consent_request(user, asdict(request), now, now + CONSENT_SECONDS)
 
-    def decide(self, user: str, request_id: str, csrf: str, approve: bool) -> str:
+    async def decide(self, user: str, request_id: str, csrf: str, approve: bool) -> str:
         """The user's answer on the consent form; returns where to send the browser."""
         self._require_enabled()
         stored = self.store.take_consent_request(request_id, user, csrf, self.clock())
@@ -211,36 +219,41 @@ class AuthorizationServer:
         if not approve:
             return _redirect(request.redirect_uri, {"error": "access_denied", "error_description": "the user declined",
                                                     "state": request.state, "iss": self.issuer})
+        account = await self.binding.account(user)
+        if account.state != "active" or account.identity is None:
+            raise OAuthError("access_denied", "this Nextcloud account cannot connect clients")
+        now = self.clock()
         grant = self.store.add_grant(user, request.client_id, request.client_name, request.redirect_uri,
-                                     request.scope, self.resource, self.clock())
+                                     request.scope, self.resource, now, account_id=account.identity,
+                                     expires_at=now + GRANT_SECONDS)
         code = new_secret()
         self.store.add_code(code, grant, request.redirect_uri, request.code_challenge, self.clock() + CODE_SECONDS)
         return _redirect(request.redirect_uri, {"code": code, "state": request.state, "iss": self.issuer})
 
     # --- token endpoint
 
-    async def token(self, form: dict[str, str]) -> dict[str, Any]:
+    async def token(self, form: dict[str, str], source: str = "") -> dict[str, Any]:
         self._require_enabled()
-        client = await self._authenticate_client(form)
+        client = await self._authenticate_client(form, source)
         grant_type = form.get("grant_type")
         if form.get("resource") and not self._is_our_resource(form["resource"]):
             raise OAuthError("invalid_target", f"this server issues tokens only for {self.resource}")
         if grant_type == "authorization_code":
-            return self._exchange_code(client, form)
+            return await self._exchange_code(client, form)
         if grant_type == "refresh_token":
-            return self._refresh(client, form)
+            return await self._refresh(client, form)
         raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
 
-    async def _authenticate_client(self, form: dict[str, str]) -> Client:
+    async def _authenticate_client(self, form: dict[str, str], source: str) -> Client:
         client_id, secret = form.get("client_id"), form.get("client_secret")
         if not client_id:
             raise OAuthError("invalid_client", "client_id is missing", status=401)
-        client = await self.clients.find(client_id, self.policy())
+        client = await self.clients.find(client_id, self.policy(), source)
         if not client.check_secret(secret):
             raise OAuthError("invalid_client", "client authentication failed", status=401)
         return client
 
-    def _exchange_code(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+    async def _exchange_code(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
         now = self.clock()
         code_value, verifier = form.get("code"), form.get("code_verifier")
         if not code_value:
@@ -261,9 +274,11 @@ class AuthorizationServer:
             raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request")
         if not secrets.compare_digest(pkce_s256(verifier), code.code_challenge):
             raise OAuthError("invalid_grant", "PKCE verification failed: code_verifier does not match code_challenge")
+        if not await self.binding.holds(code.grant, now):
+            raise OAuthError("invalid_grant", "the account that authorized this code is disabled or gone")
         return self._issue(code.grant, code.grant.scope, now)
 
-    def _refresh(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
+    async def _refresh(self, client: Client, form: dict[str, str]) -> dict[str, Any]:
         now = self.clock()
         value = form.get("refresh_token")
         if not value:
@@ -276,8 +291,10 @@ class AuthorizationServer:
         if token.used_at is not None:
             self.store.revoke_grant(token.grant.id, now)  # rotation reuse: someone else holds a copy
             raise OAuthError("invalid_grant", "refresh token already used; the grant is revoked")
-        if token.expires_at < now:
-            raise OAuthError("invalid_grant", "refresh token expired")
+        if token.expires_at < now or grant_end(token.grant) < now:
+            raise OAuthError("invalid_grant", "refresh token expired (a connection lasts 30 days: connect again)")
+        if not await self.binding.holds(token.grant, now):
+            raise OAuthError("invalid_grant", "the account that authorized this client is disabled or gone")
         requested = form.get("scope")
         if requested and not set(requested.split()) <= token.scopes:
             raise OAuthError("invalid_scope", "a refresh cannot add scopes the user did not grant")
@@ -293,16 +310,18 @@ class AuthorizationServer:
             self.store.purge_expired(now)
             self._purged_at = now
         access, refresh = new_secret(), new_secret()
-        self.store.add_token(access, "access", grant, scope, now + ACCESS_TOKEN_SECONDS)
-        self.store.add_token(refresh, "refresh", grant, scope, now + REFRESH_TOKEN_SECONDS)
+        end = grant_end(grant)  # no token outlives its grant, however often it is refreshed
+        access_ends = min(now + ACCESS_TOKEN_SECONDS, end)
+        self.store.add_token(access, "access", grant, scope, access_ends)
+        self.store.add_token(refresh, "refresh", grant, scope, min(now + REFRESH_TOKEN_SECONDS, end))
         self.store.touch_grant(grant.id, now)
-        return {"access_token": access, "token_type": "Bearer", "expires_in": ACCESS_TOKEN_SECONDS,
+        return {"access_token": access, "token_type": "Bearer", "expires_in": int(access_ends - now),
                 "refresh_token": refresh, "scope": scope}
 
     # --- revocation (RFC 7009) and the resource side
 
-    async def revoke(self, form: dict[str, str]) -> None:
-        client = await self._authenticate_client(form)
+    async def revoke(self, form: dict[str, str], source: str = "") -> None:
+        client = await self._authenticate_client(form, source)
         value = form.get("token")
         if not value:
             raise OAuthError("invalid_request", "token is missing")
@@ -317,8 +336,10 @@ class AuthorizationServer:
                 self.store.delete_token(value)
         # unknown tokens: 200 all the same (RFC 7009 2.2)
 
-    def verify(self, access_token: str) -> AccessGrant | None:
-        """A bearer token of ours: unexpired, unrevoked, minted for this resource; scopes as the admin now allows."""
+    async def verify(self, access_token: str) -> AccessGrant | None:
+        """A bearer token of ours: unexpired, unrevoked, minted for this resource, its account still enabled
+        and the same; scopes as the admin now allows. Raises :class:`AccountUnconfirmed` when Nextcloud
+        cannot say."""
         if not self.enabled:
             return None
         token = self.store.token(access_token, "access")
@@ -326,6 +347,8 @@ class AuthorizationServer:
         if token is None or token.expires_at < now or token.grant.revoked_at is not None:
             return None
         if token.grant.resource != self.resource:
+            return None
+        if not await self.binding.holds(token.grant, now):
             return None
         self.store.touch_grant(token.grant.id, now)
         return AccessGrant(token.grant.user, token.scopes & frozenset(self.allowed_scopes()), token.grant.client_name)

@@ -31,7 +31,9 @@ CREATE TABLE IF NOT EXISTS consent_requests (  -- an authorization request shown
 CREATE TABLE IF NOT EXISTS grants (
     id TEXT PRIMARY KEY, user TEXT NOT NULL, client_id TEXT NOT NULL, client_name TEXT NOT NULL,
     redirect_uri TEXT NOT NULL, scope TEXT NOT NULL, resource TEXT NOT NULL,
-    created_at REAL NOT NULL, last_used_at REAL, revoked_at REAL
+    created_at REAL NOT NULL, last_used_at REAL, revoked_at REAL,
+    account_id TEXT,      -- the account's identity beside its uid (accounts.py); NULL: granted before it was kept
+    expires_at REAL       -- absolute end: refreshing never moves it
 );
 CREATE INDEX IF NOT EXISTS grants_by_user ON grants (user);
 CREATE TABLE IF NOT EXISTS codes (
@@ -43,10 +45,16 @@ CREATE TABLE IF NOT EXISTS tokens (
     expires_at REAL NOT NULL, used_at REAL
 );
 CREATE INDEX IF NOT EXISTS tokens_by_grant ON tokens (grant_id);
+CREATE TABLE IF NOT EXISTS anonymous_requests (  -- registrations and document fetches, for their quotas
+    kind TEXT NOT NULL, source TEXT NOT NULL, at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS anonymous_requests_by_kind ON anonymous_requests (kind, at);
 """
 
 
 UNUSED_REGISTRATION_SECONDS = 7 * 86400
+# Columns added after the first release, for databases created before them.
+_ADDED_COLUMNS = {"grants": {"account_id": "TEXT", "expires_at": "REAL"}}
 
 
 def digest(secret: str) -> str:
@@ -69,6 +77,8 @@ class Grant:
     created_at: float
     last_used_at: float | None
     revoked_at: float | None
+    account_id: str | None = None
+    expires_at: float | None = None
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -108,6 +118,11 @@ class OAuthStore:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
+            for table, columns in _ADDED_COLUMNS.items():
+                present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns.items():
+                    if name not in present:
+                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -139,6 +154,24 @@ class OAuthStore:
             (url, json.dumps(metadata), expires_at),
         )
 
+    def admit_anonymous(self, kind: str, source: str, now: float, window: float, per_source: int,
+                        in_total: int) -> str | None:
+        """Count one anonymous request of ``kind`` from ``source`` unless a quota for the last
+        ``window`` seconds is used up; returns which one ("source", "total") or None."""
+        with self._lock:
+            since = now - window
+            total = self._db.execute("SELECT COUNT(*) FROM anonymous_requests WHERE kind = ? AND at > ?",
+                                     (kind, since)).fetchone()[0]
+            mine = self._db.execute("SELECT COUNT(*) FROM anonymous_requests WHERE kind = ? AND at > ? AND source = ?",
+                                    (kind, since, source)).fetchone()[0]
+            if mine >= per_source:
+                return "source"
+            if total >= in_total:
+                return "total"
+            self._db.execute("INSERT INTO anonymous_requests (kind, source, at) VALUES (?, ?, ?)", (kind, source, now))
+            self._db.execute("DELETE FROM anonymous_requests WHERE at < ?", (now - 86400,))
+        return None
+
     # --- consent requests
 
     def add_consent_request(self, user: str, request: dict[str, Any], now: float,
@@ -165,12 +198,12 @@ class OAuthStore:
     # --- grants, codes, tokens
 
     def add_grant(self, user: str, client_id: str, client_name: str, redirect_uri: str, scope: str,
-                  resource: str, now: float) -> Grant:
+                  resource: str, now: float, *, account_id: str, expires_at: float) -> Grant:
         grant_id = secrets.token_hex(12)
         self._run(
-            "INSERT INTO grants (id, user, client_id, client_name, redirect_uri, scope, resource, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (grant_id, user, client_id, client_name, redirect_uri, scope, resource, now),
+            "INSERT INTO grants (id, user, client_id, client_name, redirect_uri, scope, resource, created_at, "
+            "account_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (grant_id, user, client_id, client_name, redirect_uri, scope, resource, now, account_id, expires_at),
         )
         return self.grant(grant_id)  # type: ignore[return-value]
 
@@ -188,6 +221,30 @@ class OAuthStore:
         with self._lock:
             self._db.execute("UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now, grant_id))
             self._db.execute("DELETE FROM tokens WHERE grant_id = ?", (grant_id,))
+
+    def bind_grant(self, grant_id: str, account_id: str, expires_at: float) -> None:
+        """A grant made before accounts were bound gets the account it was made by, and an end."""
+        self._run("UPDATE grants SET account_id = ?, expires_at = COALESCE(expires_at, ?) WHERE id = ?",
+                  (account_id, expires_at, grant_id))
+
+    def users_with_grants(self) -> set[str]:
+        return {row["user"] for row in self._run("SELECT DISTINCT user FROM grants")}
+
+    def revoke_grants_of(self, user: str, now: float) -> int:
+        """Every live grant of ``user`` (a disabled or replaced account); returns how many."""
+        ids = [row["id"] for row in self._run("SELECT id FROM grants WHERE user = ? AND revoked_at IS NULL", (user,))]
+        for grant_id in ids:
+            self.revoke_grant(grant_id, now)
+        return len(ids)
+
+    def delete_user(self, user: str) -> None:
+        """Forget an account that is gone: its grants, their codes and tokens, its pending consents."""
+        with self._lock:
+            grants = "SELECT id FROM grants WHERE user = ?"
+            self._db.execute(f"DELETE FROM tokens WHERE grant_id IN ({grants})", (user,))
+            self._db.execute(f"DELETE FROM codes WHERE grant_id IN ({grants})", (user,))
+            self._db.execute("DELETE FROM grants WHERE user = ?", (user,))
+            self._db.execute("DELETE FROM consent_requests WHERE user = ?", (user,))
 
     def touch_grant(self, grant_id: str, now: float) -> None:
         self._run("UPDATE grants SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
@@ -249,6 +306,8 @@ class OAuthStore:
                 "DELETE FROM clients WHERE registered_at < ? AND client_id NOT IN (SELECT client_id FROM grants)",
                 (now - UNUSED_REGISTRATION_SECONDS,),
             )
+            self._db.execute("UPDATE grants SET revoked_at = expires_at WHERE expires_at < ? AND revoked_at IS NULL",
+                             (now,))
             self._db.execute("DELETE FROM tokens WHERE expires_at < ?", (now,))
             self._db.execute("DELETE FROM codes WHERE expires_at < ?", (now - 86400,))
             self._db.execute("DELETE FROM consent_requests WHERE expires_at < ?", (now,))
