@@ -25,6 +25,27 @@ log = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset({"/heartbeat"})
 
+# Whoever knows the secret can act as any user, so a secret anyone can read must never be used:
+# placeholders that shipped in this repository's Makefile or docs, and anything short.
+MIN_SECRET_LENGTH = 32
+KNOWN_PLACEHOLDERS = frozenset({
+    "change-me-to-a-long-random-secret", "<long-random-secret>", "<same>", "secret", "changeme", "change-me",
+})
+
+
+class InsecureSecret(RuntimeError):
+    """APP_SECRET is a published placeholder or too short: the app refuses to start with it."""
+
+
+def check_secret(secret: str) -> None:
+    if secret.strip().lower() in KNOWN_PLACEHOLDERS or "change-me" in secret.lower():
+        raise InsecureSecret("APP_SECRET is a published placeholder: anyone could act as any user with it. "
+                             "Generate one (python3 -c 'import secrets; print(secrets.token_urlsafe(32))'), "
+                             "or let `make run` / `make register` generate it")
+    if len(secret) < MIN_SECRET_LENGTH or len(set(secret)) < 8:
+        raise InsecureSecret(f"APP_SECRET is too short or too simple: use at least {MIN_SECRET_LENGTH} random "
+                             "characters (python3 -c 'import secrets; print(secrets.token_urlsafe(32))')")
+
 
 @dataclass(frozen=True)
 class AppIdentity:
@@ -39,6 +60,7 @@ class AppIdentity:
         missing = [name for name in ("APP_ID", "APP_VERSION", "APP_SECRET", "NEXTCLOUD_URL") if not os.environ.get(name)]
         if missing:
             raise RuntimeError(f"AppAPI environment variables missing: {', '.join(missing)}")
+        check_secret(os.environ["APP_SECRET"])
         return cls(
             app_id=os.environ["APP_ID"],
             version=os.environ["APP_VERSION"],

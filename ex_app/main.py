@@ -31,7 +31,7 @@ from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavaila
 from semantic_mcp.oauth import AuthorizationServer
 from semantic_mcp.tools import Principal, build_server
 
-from .appapi import AppAPIAuth, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
+from .appapi import AppAPIAuth, InsecureSecret, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
 from .oauth_http import BearerGuard, OAuthHTTP
 from .settings_form import ADMIN_FORM, personal_form
 from .upkeep import (
@@ -242,7 +242,11 @@ async def _remove_webhooks(nc: AsyncNextcloudApp) -> None:
 
 
 def main() -> None:
-    run_app(create_app(), log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
+    try:
+        app = create_app()
+    except InsecureSecret as exc:
+        raise SystemExit(f"semantic_mcp refuses to start: {exc}") from None
+    run_app(app, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ class Deployment:
     search_fusion: str = "calibrated"  # SEARCH_FUSION: calibrated (measured best) or rrf (reciprocal rank fusion)
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
+    # RECHECK_TIMEOUT_SECONDS: how long a search waits for Nextcloud to re-check its hits (ADR 0010)
+    recheck_timeout_seconds: float = 1.5
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
@@ -41,6 +43,7 @@ class Deployment:
             log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
             search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
             nextcloud_ai_recheck_seconds=float(env.get("NEXTCLOUD_AI_RECHECK_SECONDS") or 300.0),
+            recheck_timeout_seconds=float(env.get("RECHECK_TIMEOUT_SECONDS") or 1.5),
         )
 
 

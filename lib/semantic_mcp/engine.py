@@ -78,7 +78,7 @@ class Engine:
         self.pipeline = Pipeline(
             self.state, self.sources, nc, _LazyStore(self), self.keyword, self.embedder, self.is_user_enabled
         )
-        self.verifier = Verifier(nc, self.sources, self._schedule_removal)
+        self.verifier = Verifier(nc, self.sources, self._schedule_removal, timeout=deployment.recheck_timeout_seconds)
         self.search = SearchService(
             HybridRetriever(
                 _LazyStore(self), self.keyword, _LazyEmbedder(self),

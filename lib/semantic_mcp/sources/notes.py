@@ -13,7 +13,7 @@ from typing import Any
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import NextcloudClient, http_date_to_ts
 from .base import Listing, Source, compose_text, is_readable, owner_extra
-from .files import readable_by_file_id
+from .files import file_owner, readable_by_file_id
 
 NOTES_API = "/index.php/apps/notes/api/v1/notes"
 _JSON = {"Accept": "application/json"}
@@ -60,9 +60,9 @@ class NotesSource(Source):
             version=note.get("etag") or "",
             link=f"/apps/notes/note/{source_id}",
             location=category,
-            # The Notes API lists the notes in the user's own notes folder; a read-only one can only
-            # have come from a share, so its owner is left unknown.
-            extra=owner_extra(None if note.get("readonly") else user),
+            # A note shared with the user is listed as theirs, writable or not: the owner comes
+            # from Nextcloud (the note's file), never from where the note appears.
+            extra=owner_extra(await file_owner(nc, user, source_id)),
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
