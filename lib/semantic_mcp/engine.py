@@ -390,7 +390,7 @@ class Engine:
             "embedding_model": self._embedder.model_id if self._embedder else settings.embedding_backend,
             "vector_store": f"chroma server {self.deployment.chroma_host}" if self.deployment.chroma_host else "embedded chroma",
             "initial_indexing_progress": self.backfill_progress,
-            "sampling": {name: gate.metrics.as_dict() for name, gate in self.gates.items()},
+            "sampling": {name: gate.status(user) for name, gate in self.gates.items()},
             # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
             # callers' own; shared ones that could not be re-checked were withheld.
             "verification": dict(self.verifier.metrics),

@@ -129,6 +129,14 @@ class NextcloudHealth:
             return f"Nextcloud unavailable: {self.outage.reason}"
         return None
 
+    def public_pause_reason(self) -> str | None:
+        """:meth:`pause_reason` without the request that met the outage: that names a user and a
+        path (``GET /remote.php/dav/files/alice/… as 'alice': HTTP 503``), and every user sees this."""
+        reason = self.pause_reason()
+        if self.outage is not None and reason is not None:
+            return f"Nextcloud unavailable: {self.outage.reason.rpartition(': ')[2]}"
+        return reason
+
     def snapshot(self) -> dict[str, Any]:
         """For the status tool and logs."""
         return {
@@ -137,7 +145,7 @@ class NextcloudHealth:
             "maintenance": bool(self.outage and self.outage.maintenance),
             "credentials": self.credentials,
             "paused": not self.usable,
-            "pause_reason": self.pause_reason(),
+            "pause_reason": self.public_pause_reason(),
             "last_success": self.last_ok,
         }
 

@@ -19,7 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from ..documents import SourceDocument, Skipped
+from ..documents import SourceDocument, Skipped, valid_source_id
 from ..nextcloud import (
     DavEntry,
     NextcloudClient,
@@ -88,8 +88,8 @@ async def readable_by_file_id(
         found = {entry.props.get("oc:fileid") for entry in entries if entry.status == 200}
         return {file_id: file_id in found for file_id in part}
 
-    verdicts: dict[str, bool | None] = {i: False for i in ids if not i.isdigit()}  # no file has such an id
-    numeric = [i for i in ids if i.isdigit()]
+    numeric = [i for i in ids if valid_source_id("file", i)]
+    verdicts: dict[str, bool | None] = {i: False for i in ids if i not in numeric}  # no file has such an id
     parts = [numeric[i : i + READABLE_BATCH] for i in range(0, len(numeric), READABLE_BATCH)]
     for result in await asyncio.gather(*(batch(part) for part in parts)):
         verdicts.update(result)
@@ -101,7 +101,7 @@ async def file_owner(nc: NextcloudClient, user: str, file_id: str) -> str | None
     (WebDAV ``oc:owner-id``): another user's for one shared with ``user``, however writable.
     None when ``user`` cannot see the file. Never assumed: a share indexed as the recipient's own
     would be served to him unchecked after it ended (ADR 0010)."""
-    if not file_id.isdigit():
+    if not valid_source_id("file", file_id):
         return None
     for entry in await search_files(nc, user, _file_id_is(file_id), ("oc:fileid", "oc:owner-id")):
         if entry.status == 200 and entry.prop("oc:fileid") == file_id:
@@ -251,7 +251,7 @@ class FilesSource(Source):
 
     async def _lookup(self, nc: NextcloudClient, user: str, file_id: str) -> _FileInfo:
         """Find a file by id (DAV paths are by name); NotFound when the user cannot see it."""
-        if file_id.isdigit():
+        if valid_source_id("file", file_id):
             for info in await self._search(nc, user, _file_id_is(file_id)):
                 if info.file_id == file_id:
                     return info

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import NextcloudClient, http_date_to_ts
-from .base import Listing, Source, compose_text, is_readable, owner_extra
+from .base import Listing, Source, checked_id, compose_text, is_readable, owner_extra
 from .files import file_owner, readable_by_file_id
 
 NOTES_API = "/index.php/apps/notes/api/v1/notes"
@@ -77,5 +77,6 @@ class NotesSource(Source):
 
     async def _get(self, nc: NextcloudClient, user: str, source_id: str, *, exclude: str = "") -> dict[str, Any]:
         params = {"exclude": exclude} if exclude else None
-        response = await nc.request(user, "GET", f"{NOTES_API}/{source_id}", headers=_JSON, params=params)
+        note_id = checked_id("note", source_id)
+        response = await nc.request(user, "GET", f"{NOTES_API}/{note_id}", headers=_JSON, params=params)
         return response.json()
