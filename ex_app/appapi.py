@@ -33,6 +33,44 @@ KNOWN_PLACEHOLDERS = frozenset({
 })
 
 
+# Every path and method the app answers; anything else is 404 before any handler or middleware runs.
+# AppAPI calls the first four itself (the webhook is Nextcloud's), the rest arrive through AppAPI's
+# proxy, which forwards whatever matches a route of appinfo/info.xml: this list is the app's half of
+# that contract, so a route pattern wider than it reaches nothing.
+SERVED_ROUTES: dict[str, frozenset[str]] = {
+    "/heartbeat": frozenset({"GET"}),
+    "/init": frozenset({"POST"}),
+    "/enabled": frozenset({"PUT"}),
+    "/webhooks/nextcloud": frozenset({"POST"}),
+    "/mcp": frozenset({"GET", "POST", "DELETE"}),
+    "/.well-known/oauth-protected-resource": frozenset({"GET"}),
+    "/.well-known/oauth-protected-resource/mcp": frozenset({"GET"}),
+    "/.well-known/oauth-authorization-server": frozenset({"GET"}),
+    "/.well-known/openid-configuration": frozenset({"GET"}),
+    "/.well-known/appapi-self-check": frozenset({"GET"}),
+    "/oauth/authorize": frozenset({"GET"}),
+    "/oauth/consent": frozenset({"POST"}),
+    "/oauth/token": frozenset({"POST"}),
+    "/oauth/register": frozenset({"POST"}),
+    "/oauth/revoke": frozenset({"POST"}),
+    "/oauth/clients": frozenset({"GET", "POST"}),
+}
+
+
+class ServedRoutesOnly:
+    """ASGI middleware, outermost: 404 for every path and method not in :data:`SERVED_ROUTES`."""
+
+    def __init__(self, app: ASGIApp, routes: dict[str, frozenset[str]] = SERVED_ROUTES) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] not in self.routes.get(scope["path"], ()):
+            await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 class InsecureSecret(RuntimeError):
     """APP_SECRET is a published placeholder or too short: the app refuses to start with it."""
 

@@ -26,13 +26,23 @@ from nc_py_api.ex_app.uvicorn_fastapi import run_app
 from semantic_mcp.config import AdminSettings, Deployment
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
+from semantic_mcp.logsafe import configure_logging
+from semantic_mcp.storage_modes import keep_private
 from semantic_mcp.health import NextcloudHealth
 from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.oauth import AuthorizationServer
 from semantic_mcp.tools import Principal, build_server
 
-from .appapi import AppAPIAuth, InsecureSecret, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
+from .appapi import (
+    AppAPIAuth,
+    InsecureSecret,
+    ServedRoutesOnly,
+    WholeResponsesForPHPProxy,
+    behind_buffering_proxy,
+    identity,
+)
 from .oauth_http import BearerGuard, OAuthHTTP
+from .quotas import SESSION_IDLE_SECONDS, McpQuota
 from .settings_form import ADMIN_FORM, personal_form
 from .upkeep import (
     SELF_CHECK_PATH,
@@ -80,7 +90,8 @@ SETTINGS = SettingsCache()
 def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
-    logging.basicConfig(level=deployment.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(deployment.log_level)
+    keep_private(deployment.storage)  # before anything in it is opened
     # One view of Nextcloud's availability and of our credentials for every caller. The secret's
     # fingerprint is remembered once it worked, so a restart may use it again at once.
     health = NextcloudHealth(
@@ -107,6 +118,7 @@ def create_app() -> FastAPI:
     mcp_http = mcp.streamable_http_app(
         streamable_http_path="/mcp",
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=SESSION_IDLE_SECONDS,
     )
 
     async def refresh_settings_forever() -> None:
@@ -134,9 +146,12 @@ def create_app() -> FastAPI:
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
         openapi_url=None, docs_url=None, redoc_url=None,
     )
+    app.add_middleware(McpQuota, sessions=int(os.environ.get("MCP_SESSIONS_PER_USER") or 20),
+                       per_minute=int(os.environ.get("MCP_REQUESTS_PER_MINUTE") or 600))  # once the user is known
     app.add_middleware(BearerGuard, server=oauth)
     app.add_middleware(WholeResponsesForPHPProxy)
-    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))  # added last, so it runs first
+    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))
+    app.add_middleware(ServedRoutesOnly)  # added last, so it runs first
     app.state.engine = engine
 
     forms = [ADMIN_FORM, personal_form(oauth.issuer)]
