@@ -26,7 +26,7 @@ async def test_what_a_client_says_cannot_forge_a_log_line(stack: Stack) -> None:
     for _ in range(3):  # the third failure opens the breaker, which logs the reason again
         await stack.call("alice", "nc_semantic_search_answer", {"query": "dentist appointment",
                                                                 "use_query_analysis": False},
-                         sampling_callback=hostile_model)
+                         sampling_callback=hostile_model, mode="legacy", direct=True)  # errors reach the app
     written = stack.log()[before:]
     assert "declined\\n2026-11-25" in written  # logged, escaped, on its own record's line
     assert not any(line.startswith(FORGED) for line in written.splitlines())

@@ -89,7 +89,8 @@ async def test_a_crafted_id_gets_a_clear_error_from_the_reading_tools(stack: Sta
 async def test_bob_does_not_see_alices_client_errors_in_his_status(stack: Stack) -> None:
     declining = ScriptedModel(fail="decline")
     await stack.call("alice", "nc_semantic_search_answer", {"query": "When is my next dentist appointment?",
-                                                            "use_query_analysis": False}, sampling_callback=declining)
+                                                            "use_query_analysis": False},
+                     sampling_callback=declining, mode="legacy", direct=True)  # the refusal reaches the app
     assert "rejected" in str((await stack.status("alice"))["sampling"]["answer"]["last_failure"])
     bobs = await stack.status("bob")
     assert bobs["sampling"]["answer"]["last_failure"] is None
