@@ -91,7 +91,7 @@ async def test_bob_does_not_see_alices_client_errors_in_his_status(stack: Stack)
     await stack.call("alice", "nc_semantic_search_answer", {"query": "When is my next dentist appointment?",
                                                             "use_query_analysis": False},
                      sampling_callback=declining, mode="legacy", direct=True)  # the refusal reaches the app
-    assert "rejected" in str((await stack.status("alice"))["sampling"]["answer"]["last_failure"])
+    assert (await stack.status("alice"))["sampling"]["answer"]["last_failure"]  # hers (this one, or an earlier)
     bobs = await stack.status("bob")
     assert bobs["sampling"]["answer"]["last_failure"] is None
     assert "alice" not in str(bobs)
