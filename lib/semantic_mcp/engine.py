@@ -360,10 +360,7 @@ class Engine:
         sources = {
             doc_type: {
                 "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
-                "indexed": per_type.get(doc_type, {}).get("indexed", 0),
-                "pending": per_type.get(doc_type, {}).get("pending", 0),
-                "failed": per_type.get(doc_type, {}).get("failed", 0),
-                "skipped": per_type.get(doc_type, {}).get("skipped", 0),
+                **{count: per_type.get(doc_type, {}).get(count, 0) for count in ("indexed", "pending", "failed", "skipped")},
                 "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
             }
             for doc_type in DOC_TYPES

@@ -24,7 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .documents import DocType
 from .filters import SearchFilters
@@ -33,7 +33,7 @@ from .search import prompts
 from .search.assistant import AssistantAnswer
 from .search.intent import read_intent
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
-from .search.service import Retrieved, SearchHit, merge_filters, shared_by
+from .search.service import AnswerResult, AnswerSource, Retrieved, SearchResult, merge_filters, shared_by
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -41,32 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEARCH_TOOLS = ("nc_semantic_search", "nc_semantic_search_answer")
-
-
-# --- structured results -----------------------------------------------------------------------
-
-
-class SearchResult(BaseModel):
-    results: list[SearchHit]
-    total_found: int = Field(description="How many indexed items matched before the limit was applied")
-    search_method: str
-    query_analysis: dict[str, Any] | None = Field(None, description="Filters the client's model derived, if used")
-    reranked: bool = False
-    notes: list[str] = Field(default_factory=list, description="Fallbacks and other things worth knowing")
-
-
-class AnswerSource(SearchHit):
-    number: int = Field(description="The number the answer cites, as [number]")
-
-
-class AnswerResult(BaseModel):
-    generated_answer: str
-    sources: list[AnswerSource]
-    total_found: int
-    search_method: str
-    model_used: str | None = None
-    stop_reason: str | None = None
-    notes: list[str] = Field(default_factory=list)
 
 
 # --- argument helpers ---------------------------------------------------------------------------

@@ -50,6 +50,32 @@ class SearchHit(BaseModel):
         "you; its text was written by them), or 'unknown'. Absent for your own items"))
 
 
+# The two search tools' structured results (lib/semantic_mcp/search_tools.py).
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    total_found: int = Field(description="How many indexed items matched before the limit was applied")
+    search_method: str
+    query_analysis: dict[str, Any] | None = Field(None, description="Filters the client's model derived, if used")
+    reranked: bool = False
+    notes: list[str] = Field(default_factory=list, description="Fallbacks and other things worth knowing")
+
+
+class AnswerSource(SearchHit):
+    number: int = Field(description="The number the answer cites, as [number]")
+
+
+class AnswerResult(BaseModel):
+    generated_answer: str
+    sources: list[AnswerSource]
+    total_found: int
+    search_method: str
+    model_used: str | None = None
+    stop_reason: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
 def iso(ts: Any) -> str | None:
     try:
         return datetime.fromtimestamp(int(ts), UTC).isoformat().replace("+00:00", "Z") if ts else None
