@@ -16,10 +16,12 @@ ifneq ($(filter run register,$(MAKECMDGOALS)),)
 APP_SECRET ?= $(shell [ -s $(APP_SECRET_FILE) ] || (umask 077; $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))' > $(APP_SECRET_FILE)); cat $(APP_SECRET_FILE))
 endif
 APP_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' appinfo/info.xml | head -1)
-JSON_INFO := {"id":"semantic_mcp","name":"Semantic MCP","daemon_config_name":"manual_install","version":"$(APP_VERSION)","secret":"$(APP_SECRET)","port":$(APP_PORT),"routes":[{"url":"^mcp$$","verb":"GET,POST,DELETE","access_level":0,"headers_to_exclude":["cookie"]},{"url":"^\\.well-known.*$$","verb":"GET","access_level":0},{"url":"^oauth.token$$","verb":"POST","access_level":0,"bruteforce_protection":[400,401]},{"url":"^oauth.(authorize|consent|register|revoke|clients)$$","verb":"GET,POST","access_level":0}]}
+# The routes and the rest come from appinfo/info.xml, as an app-store install takes them.
+JSON_INFO = $(shell PYTHONPATH=. $(PY) -c 'import json, sys; from fake_nextcloud.appinfo import json_info; \
+  print(json.dumps(json_info(sys.argv[1], int(sys.argv[2]))))' '$(APP_SECRET)' $(APP_PORT))
 
-# The real-Nextcloud tier of the tests (tests/real) runs on a local Nextcloud 32 that nc-kit sets up once.
-NC_KIT := ../shared/nextcloud-32-server/nc-kit
+# The real-Nextcloud tier of the tests (tests/real) runs on a local Nextcloud 34 that nc-kit sets up once.
+NC_KIT := ../shared/nextcloud-34-server/nc-kit
 export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
 export REAL_NC_PORT ?= 8089
 
@@ -62,11 +64,11 @@ run: $(STAMP)
 	APP_PORT=$(APP_PORT) NEXTCLOUD_URL=$(NEXTCLOUD_URL) APP_PERSISTENT_STORAGE=$${APP_PERSISTENT_STORAGE:-data} \
 	PYTHONPATH=lib:. $(PY) -m ex_app.main
 
-register:
+register: $(STAMP)
 	$(OCC) app_api:daemon:register manual_install "Manual Install" manual-install http $(APP_HOST) $(NEXTCLOUD_URL) || true
 	$(OCC) app_api:app:register semantic_mcp manual_install --json-info '$(JSON_INFO)' --wait-finish
 
-unregister:
+unregister: $(STAMP)
 	$(OCC) app_api:app:unregister semantic_mcp --silent --force || true
 
 bench: $(STAMP)

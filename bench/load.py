@@ -1,4 +1,4 @@
-"""Concurrent searches through a real Nextcloud 32's AppAPI proxy: searches/s, median and p95 per level.
+"""Concurrent searches through a real Nextcloud 34's AppAPI proxy: searches/s, median and p95 per level.
 
     PYTHONPATH=lib:. .venv/bin/python bench/load.py [--clients 1,4,8,16] [--calls 10] [--mode legacy]
 
@@ -121,7 +121,7 @@ def main() -> None:
     try:
         seed(stack)
         asyncio.run(wait_seeded(stack))
-        print(f"Nextcloud 32.0.1 (nc-kit: PHP built-in server, 4 workers, SQLite); MCP protocol "
+        print(f"Nextcloud 34.0.1 (nc-kit: PHP built-in server, 4 workers, SQLite); MCP protocol "
               f"{'2025-11-25' if args.mode == 'legacy' else '2026-07-28'}; {args.calls} searches per client\n")
         print("| clients | calls | failed | searches/s | median ms | p95 ms | hits re-checked | own served unchecked "
               "| shared withheld | searches short-circuited |")

@@ -21,6 +21,8 @@ from starlette.requests import HTTPConnection
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from semantic_mcp.config import DeploymentError
+
 log = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset({"/heartbeat"})
@@ -71,7 +73,7 @@ class ServedRoutesOnly:
         await self.app(scope, receive, send)
 
 
-class InsecureSecret(RuntimeError):
+class InsecureSecret(DeploymentError):
     """APP_SECRET is a published placeholder or too short: the app refuses to start with it."""
 
 
@@ -103,7 +105,7 @@ class AppIdentity:
             app_id=os.environ["APP_ID"],
             version=os.environ["APP_VERSION"],
             secret=os.environ["APP_SECRET"],
-            aa_version=os.environ.get("AA_VERSION", "32.0.0"),
+            aa_version=os.environ.get("AA_VERSION", "34.0.0"),
             nextcloud_url=os.environ["NEXTCLOUD_URL"].rstrip("/"),
         )
 

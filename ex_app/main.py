@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from nc_py_api.ex_app import set_handlers
 from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
-from semantic_mcp.config import AdminSettings, Deployment
+from semantic_mcp.config import AdminSettings, Deployment, DeploymentError
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
 from semantic_mcp.logsafe import configure_logging
@@ -35,7 +36,6 @@ from semantic_mcp.tools import Principal, build_server
 
 from .appapi import (
     AppAPIAuth,
-    InsecureSecret,
     ServedRoutesOnly,
     WholeResponsesForPHPProxy,
     behind_buffering_proxy,
@@ -101,7 +101,7 @@ def create_app() -> FastAPI:
     )
     nc_client = NextcloudClient(app_identity.nextcloud_url, app_identity.headers_for, health=health)
     health.set_credential_probe(appapi_self_check(app_identity.nextcloud_url, app_identity.app_id, health), free=True)
-    public_url = os.environ.get("NEXTCLOUD_PUBLIC_URL") or app_identity.nextcloud_url  # links, OAuth issuer
+    public_url = deployment.public_url or app_identity.nextcloud_url  # links, OAuth issuer
 
     async def list_users() -> list[str]:
         return await guarded(health, "list users", lambda: AsyncNextcloudApp().users_list())
@@ -111,7 +111,8 @@ def create_app() -> FastAPI:
         public_url=public_url,
     )
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
-    oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id)
+    oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
+                                     deployment.clock.time)
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
@@ -215,7 +216,7 @@ def _appapi_called(health: NextcloudHealth) -> Callable[[str], None]:
 
 async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:
     """Register the settings forms and webhooks; returns an error the admin can read, or ""."""
-    engine.health.confirmed_by_appapi()
+    engine.health.enabled_by_appapi()
     problems: list[str] = []
     for form in forms:
         try:
@@ -236,7 +237,7 @@ async def _on_disable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Setting
     # From now on AppAPI refuses our calls, and an unregister forgets the app as soon as we answer:
     # send nothing more (a secret it forgot must not be tried after a restart either), and let the
     # requests already on their way finish first, so none arrives as a failed login.
-    engine.health.app_disabled()
+    engine.health.app_disabled(until_enabled=True)
     await engine.health.drained()
     problems = []
     try:
@@ -259,8 +260,8 @@ async def _remove_webhooks(nc: AsyncNextcloudApp) -> None:
 def main() -> None:
     try:
         app = create_app()
-    except InsecureSecret as exc:
-        raise SystemExit(f"semantic_mcp refuses to start: {exc}") from None
+    except DeploymentError as exc:  # a deploy option the admin must fix (the secret too): say which, no traceback
+        sys.exit(f"Semantic MCP cannot start: {exc}")
     run_app(app, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
 
 

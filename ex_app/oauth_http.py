@@ -1,7 +1,7 @@
 """OAuth over HTTP, as it reaches us through AppAPI's proxy (ADR 0100).
 
 Everything here is served under ``/index.php/apps/app_api/proxy/semantic_mcp/`` on public
-routes (``^\\.well-known.*$``, ``^oauth...``, ``^mcp$``): AppAPI hands us anonymous requests with
+routes (``.well-known/…``, ``oauth/…``, ``mcp``: appinfo/info.xml): AppAPI hands us anonymous requests with
 an empty user, a logged-in browser with its user, and forwards the caller's ``Authorization``
 header when Nextcloud does not know the token. Nextcloud checks no CSRF token on proxied POSTs,
 so both forms here carry their own.

@@ -110,7 +110,7 @@ ADMIN_FORM = SettingsForm(
 def personal_form(issuer: str) -> SettingsForm:
     """Shown to every user under Personal settings > Security, next to "Devices & sessions".
 
-    It has no fields on purpose: Nextcloud 32.0.1 refuses to save a declarative value for a user
+    It has no fields on purpose: Nextcloud 32.0.1 and 34.0.1 refuse to save a declarative value for a user
     who is neither admin nor sub-admin (the settings app's ``SubadminMiddleware`` guards
     ``DeclarativeSettingsController::setValue``, which lacks ``@NoSubAdminRequired``), and a form
     cannot list per-user data anyway. The list of connected clients, each with a "Disconnect"

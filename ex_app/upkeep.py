@@ -40,7 +40,7 @@ CALENDAR_EVENTS = [
     f"OCP\\Calendar\\Events\\CalendarObject{name}Event"
     for name in ("Created", "Updated", "Deleted", "Moved", "MovedToTrash", "Restored")
 ]
-# Webhook-compatible only from Deck 1.18 (Nextcloud 34); older servers answer 400 and we poll instead.
+# Webhook-compatible from Deck 1.18 (Nextcloud 34, checked on 34.0.1); an older Deck answers 400 and is polled.
 DECK_EVENTS = [f"OCA\\Deck\\Event\\{name}" for name in ("CardCreatedEvent", "CardUpdatedEvent", "CardDeletedEvent")]
 REQUIRED_EVENTS = FILE_EVENTS + CALENDAR_EVENTS
 
@@ -55,7 +55,7 @@ SELF_CHECK_PATH = "/.well-known/appapi-self-check"
 def appapi_self_check(nextcloud_url: str, app_id: str, health: NextcloudHealth) -> Callable[[], Awaitable[CredentialCheck]]:
     """Does AppAPI know our secret, asked without ever sending it?
 
-    An anonymous GET through AppAPI's proxy to our public ``^\.well-known.*$`` route reaches us only
+    An anonymous GET through AppAPI's proxy to our public ``.well-known`` route reaches us only
     if AppAPI knows the app and it is enabled, and then arrives signed with the secret AppAPI holds:
     our own middleware checks it (and confirms the health) like any signed request. Nextcloud
     answers 404 for an app it does not know or has disabled, and counts no failed login for either
@@ -143,8 +143,11 @@ async def _ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: bo
             except NextcloudException as exc:
                 problems.append(f"webhook {event}: {exc}")
                 still_missing.append(event)
-        if not any(event in present for event in DECK_EVENTS) and (replace or missing):
-            await _try_deck_events(nc, health)
+        # A Deck older than 1.18 refuses them: asked again on enable or with others missing, not every
+        # check; where some are registered the server takes them, so the rest is completed.
+        deck_missing = [event for event in DECK_EVENTS if event not in present]
+        if deck_missing and (replace or missing or len(deck_missing) < len(DECK_EVENTS)):
+            await _try_deck_events(nc, health, deck_missing)
         report.missing, report.error = still_missing, None
         report.registered = len(REQUIRED_EVENTS) - len(still_missing)
     except (Unavailable, CredentialsRefused, NextcloudException) as exc:
@@ -158,8 +161,8 @@ async def _ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: bo
     return problems
 
 
-async def _try_deck_events(nc: AsyncNextcloudApp, health: NextcloudHealth) -> None:
-    for event in DECK_EVENTS:
+async def _try_deck_events(nc: AsyncNextcloudApp, health: NextcloudHealth, events: list[str]) -> None:
+    for event in events:
         try:
             await guarded(health, "register a webhook", lambda event=event: nc.webhooks.register("POST", WEBHOOK_PATH, event))
         except NextcloudException:

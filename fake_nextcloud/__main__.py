@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--seed", choices=["demo", "minimal", "none"], default="demo")
     parser.add_argument("--webhook-delay", type=float, default=0.05, help="seconds before a webhook is delivered")
-    parser.add_argument("--deck-webhooks", action="store_true", help="simulate Deck 1.18 card events")
+    parser.add_argument("--old-deck", action="store_true", help="Deck before 1.18: no card events (poll)")
     parser.add_argument("--exapp-id", help="register this ExApp after start (needs --exapp-url and --exapp-secret)")
     parser.add_argument("--exapp-url", help="where the ExApp listens, e.g. http://127.0.0.1:23000")
     parser.add_argument("--exapp-secret")
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     fake = FakeNextcloud(
-        args.host, args.port, webhook_delay=args.webhook_delay, deck_webhooks_supported=args.deck_webhooks
+        args.host, args.port, webhook_delay=args.webhook_delay, deck_webhooks_supported=not args.old_deck
     )
     url = fake.start()
     try:

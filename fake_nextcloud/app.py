@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from . import appapi, dav, deck_api, login, notes_api, ocs, taskprocessing, webhooks_api
+from . import appapi, dav, deck_api, declarative, login, notes_api, ocs, taskprocessing, webhooks_api
 from .auth import AuthFailed, NotLoggedIn
 from .davxml import DavError
 from .outages import MaintenanceMode, MaxDelayReached, max_delay_response
@@ -86,6 +86,7 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
         *taskprocessing.ROUTES,
         *webhooks_api.ROUTES,
         *appapi.ROUTES,
+        *declarative.ROUTES,
         *login.ROUTES,
         *dav.ROUTES,
         *_with_index_php([appapi.PROXY_ROUTE, *notes_api.ROUTES, *deck_api.ROUTES]),

@@ -1,17 +1,16 @@
-"""AppAPI 32: ExApp registry and lifecycle, the user-facing proxy, and the OCS API ExApps call.
+"""AppAPI 34: ExApp registry and lifecycle, the user-facing proxy, and the OCS API ExApps call.
 
 The lifecycle replays ``occ app_api:app:register`` on a ``manual_install`` daemon (heartbeat,
-init, wait for progress 100, heartbeat, enable). The proxy matches routes exactly as AppAPI 32
-does (pattern searched case-insensitively in the path without its leading slash; a ``/`` in a
-pattern breaks PHP's delimiter so it never matches), and either buffers the whole upstream
-answer like the PHP proxy or streams it like HaRP. The ExApp record and the headers AppAPI signs
-requests with are in :mod:`fake_nextcloud.exapps`.
+init, wait for progress 100, heartbeat, enable). The proxy matches routes as AppAPI 34 does
+(:func:`fake_nextcloud.appinfo.match_route`: ``/`` + path first, the first route whose path and
+verb match decides), and either buffers the whole upstream answer like the PHP proxy or streams
+it like HaRP. The ExApp record and the headers AppAPI signs requests with are in
+:mod:`fake_nextcloud.exapps`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -22,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .appinfo import match_route
 from .auth import ANONYMOUS, AuthFailed, Caller, NotLoggedIn, identify
 from .exapps import ExApp, crawler_client, signed_headers
 from .login import session_user
@@ -175,21 +175,6 @@ class ExAppManager:
 # ---- proxy ------------------------------------------------------------------------------------
 
 
-def match_route(routes: list[dict], path: str, method: str) -> dict | None:
-    """First route whose pattern matches ``path`` (no leading slash) and whose verbs include ``method``."""
-    for route in routes:
-        pattern = str(route.get("url", ""))
-        if "/" in pattern:
-            continue
-        try:
-            matched = re.search(pattern, path, re.IGNORECASE) is not None
-        except re.error:
-            continue
-        if matched and method.lower() in str(route.get("verb", "")).lower():
-            return route
-    return None
-
-
 def _allowed(route: dict, caller: Caller, state: State) -> bool:
     level = int(route.get("access_level", 1))
     if level == 0:
@@ -215,7 +200,7 @@ def _count_attempt(nc: State, remote: str, status: int, protected: list[int]) ->
 
 
 def _excluded_headers(route: dict) -> list[str]:
-    """The headers a route keeps from the ExApp. AppAPI 32.0.0 honours only a JSON *array* given at
+    """The headers a route keeps from the ExApp. AppAPI 32.0.0 and 34.0.0 honour only a JSON *array* given at
     registration; a string (as info.xml's ``<headers_to_exclude>["cookie"]</headers_to_exclude>``
     arrives, and as ``--json-info`` may pass it) is stored as ``[]`` (``ExAppMapper::registerExAppRoutes``)."""
     value = route.get("headers_to_exclude") or []
@@ -240,8 +225,10 @@ async def proxy(request: Request) -> Response:
     remote = request.client.host if request.client else "127.0.0.1"
     with nc.lock:
         app = nc.apps.get(app_id)
-        route = match_route(app.routes, path, request.method) if app and app.enabled else None
-        if app is None or route is None or not _allowed(route, caller, nc):
+        route = None
+        if app and app.enabled:
+            route = match_route(app.routes, path, request.method, lambda route: _allowed(route, caller, nc))
+        if app is None or route is None:
             return HTMLResponse(NOT_FOUND_PAGE, status_code=404)
         protected = _bruteforce_statuses(route)
         if protected:
@@ -386,64 +373,6 @@ async def config_values(request: Request) -> Response:
         return ocs_response(request, {"appid": app.app_id, "configkey": key, "configvalue": value})
 
 
-def php_string(value: object) -> str:
-    """A JSON value as PHP's ``(string)`` cast stores it: true -> "1", false/null -> "", numbers as text."""
-    if value is True:
-        return "1"
-    if value is False or value is None:
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-async def declarative_forms(request: Request) -> Response:
-    """What a settings page loads: every form the caller may see, each field with its value.
-    As Nextcloud 32's ``DeclarativeManager::getFormsWithValues``: admin forms only for admins,
-    ExApp values from AppAPI's app config (admin) or the user's preferences (personal), highest
-    priority first."""
-    nc: State = request.app.state.nc
-    caller = identify(request, nc)
-    if not caller.user:
-        raise NotLoggedIn()
-    forms = []
-    with nc.lock:
-        admin = nc.users[caller.user].admin
-        for app in nc.apps.values():
-            for schema in app.forms.values():
-                personal = schema.get("section_type") != "admin"
-                if not personal and not admin:
-                    continue
-                values = app.preferences.get(caller.user, {}) if personal else app.config
-                fields = [{**field, "value": values.get(field["id"], field.get("default"))}
-                          for field in schema.get("fields", [])]
-                forms.append({**schema, "storage_type": "external", "app": app.app_id, "fields": fields})
-    forms.sort(key=lambda form: -int(form.get("priority", 50)))
-    return ocs_response(request, forms)
-
-
-async def declarative_value(request: Request) -> Response:
-    """What the admin settings page sends when a field changes (as admin). For an ExApp's form the
-    value lands in AppAPI's app config as a string; an unticked checkbox is stored as ``""``.
-    Nextcloud 32.0.1 answers 403 to anyone else, even for a personal form: the settings app's
-    ``SubadminMiddleware`` requires a sub-admin because ``setValue`` lacks ``@NoSubAdminRequired``."""
-    nc: State = request.app.state.nc
-    caller = identify(request, nc)
-    if not caller.user:
-        raise NotLoggedIn()
-    params = await request_params(request)
-    with nc.lock:
-        if not nc.users[caller.user].admin:
-            raise OcsError(403)  # an empty message, as the real OCS envelope has
-        app = nc.apps.get(str(params.get("app", "")))
-        form_id, field_id = str(params.get("formId", "")), str(params.get("fieldId", ""))
-        form = app.forms.get(form_id) if app else None
-        if form is None or field_id not in {f.get("id") for f in form.get("fields", [])}:
-            raise OcsError(400, "Invalid form or field")
-        app.config[field_id] = php_string(params.get("value"))
-    return ocs_response(request, [])
-
-
 _OCS = "/ocs/v{v:int}.php/apps/app_api"
 PROXY_ROUTE = Route(
     "/apps/app_api/proxy/{app_id}/{path:path}",
@@ -451,8 +380,6 @@ PROXY_ROUTE = Route(
     methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
 )
 ROUTES = [
-    Route("/ocs/v{v:int}.php/settings/api/declarative/value", declarative_value, methods=["POST"]),
-    Route("/ocs/v{v:int}.php/settings/api/declarative/forms", declarative_forms, methods=["GET"]),
     Route(_OCS + "/ex-app/status", init_status, methods=["PUT"]),
     Route(_OCS + "/ex-app/state", enabled_state, methods=["GET"]),
     Route(_OCS + "/api/v1/log", log, methods=["POST"]),

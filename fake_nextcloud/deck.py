@@ -1,22 +1,21 @@
-"""Deck: boards, stacks, cards, labels and sharing through ACLs, serialized as Deck 1.16's REST API
+"""Deck: boards, stacks, cards, labels and sharing through ACLs, serialized as Deck's REST API
 answers them (the routes are in :mod:`fake_nextcloud.deck_api`).
 
-Deck publishes no webhook events on Nextcloud 32 (its card events are rejected by
-webhook_listeners), so apps must poll; ``State.deck_webhooks_supported`` simulates Deck 1.18,
-which adds them. Deck also exposes each board as a read-only CalDAV calendar of its cards' due
-dates (``app-generated--deck--board-N``); :meth:`Deck.calendar` builds it.
+Deck 1.18 (Nextcloud 34) publishes card events webhook_listeners accepts; older Deck (1.16 on 32)
+has none, so apps must poll: ``State.deck_webhooks_supported`` switches between the two. Deck also
+exposes each board as a read-only CalDAV calendar of its cards' due dates; :meth:`Deck.calendar`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .clock import Clock
 from .groupware import Collection, DavObject, Emit
 from .responses import JsonError
 
@@ -104,8 +103,11 @@ class Deck:
 
     ``webhooks_supported`` is asked at each card change, so a test can switch it at runtime."""
 
-    def __init__(self, emit: Emit, display_name: Callable[[str], str], webhooks_supported: Callable[[], bool]) -> None:
+    def __init__(
+        self, emit: Emit, display_name: Callable[[str], str], webhooks_supported: Callable[[], bool], clock: Clock
+    ) -> None:
         self._emit = emit
+        self.clock = clock
         self._display_name = display_name
         self._webhooks_supported = webhooks_supported
         self._ids = {kind: itertools.count(1) for kind in ("board", "stack", "card", "label", "acl")}
@@ -117,21 +119,12 @@ class Deck:
 
     def permissions(self, uid: str, board: Board) -> dict[str, bool] | None:
         if board.owner == uid:
-            return {
-                "PERMISSION_READ": True,
-                "PERMISSION_EDIT": True,
-                "PERMISSION_MANAGE": True,
-                "PERMISSION_SHARE": True,
-            }
+            return dict.fromkeys(("PERMISSION_READ", "PERMISSION_EDIT", "PERMISSION_MANAGE", "PERMISSION_SHARE"), True)
         acl = next((a for a in board.acl if a.participant == uid), None)
         if acl is None:
             return None
-        return {
-            "PERMISSION_READ": True,
-            "PERMISSION_EDIT": acl.edit,
-            "PERMISSION_MANAGE": acl.manage,
-            "PERMISSION_SHARE": acl.share,
-        }
+        return {"PERMISSION_READ": True, "PERMISSION_EDIT": acl.edit, "PERMISSION_MANAGE": acl.manage,
+                "PERMISSION_SHARE": acl.share}
 
     def visible_boards(self, uid: str) -> list[Board]:
         return [b for b in self.boards.values() if self.permissions(uid, b) is not None]
@@ -161,7 +154,7 @@ class Deck:
         return stack
 
     def create_board(self, owner: str, title: str, color: str = "0082c9") -> Board:
-        board = Board(next(self._ids["board"]), title, owner, color, int(time.time()))
+        board = Board(next(self._ids["board"]), title, owner, color, int(self.clock.time()))
         board.labels = [Label(next(self._ids["label"]), t, c, board.id) for t, c in DEFAULT_LABELS]
         self.boards[board.id] = board
         return board
@@ -181,13 +174,13 @@ class Deck:
         return acl
 
     def create_stack(self, board: Board, title: str, order: int = 0) -> Stack:
-        stack = Stack(next(self._ids["stack"]), title, board.id, order, int(time.time()))
+        stack = Stack(next(self._ids["stack"]), title, board.id, order, int(self.clock.time()))
         self.stacks[stack.id] = stack
         self._touch(board=board)
         return stack
 
     def create_card(self, actor: str, stack: Stack, title: str, **fields: Any) -> Card:
-        now = int(time.time())
+        now = int(self.clock.time())
         card = Card(next(self._ids["card"]), title, stack.id, actor, now, now)
         self._apply(card, fields)
         self.cards[card.id] = card
@@ -202,7 +195,7 @@ class Deck:
         return card
 
     def delete_card(self, actor: str, card: Card) -> Card:
-        card.deleted_at = int(time.time())
+        card.deleted_at = int(self.clock.time())
         self._touch(card=card)
         self._card_event("CardDeletedEvent", actor, card)
         return card
@@ -225,7 +218,7 @@ class Deck:
             setattr(card, key, value)
 
     def _touch(self, card: Card | None = None, board: Board | None = None) -> None:
-        now = int(time.time())
+        now = int(self.clock.time())
         if card is not None:
             card.last_modified = now
             stack = self.stacks[card.stack_id]
@@ -236,7 +229,23 @@ class Deck:
 
     def _card_event(self, name: str, actor: str, card: Card) -> None:
         if self._webhooks_supported():
-            self._emit(DECK_EVENT + name, actor, {"class": DECK_EVENT + name, "card": self.card_json(card)})
+            self._emit(DECK_EVENT + name, actor, {"card": self.event_card_json(card, name), "class": DECK_EVENT + name})
+
+    def event_card_json(self, card: Card, event: str) -> dict:
+        """``Card::jsonSerialize()`` as Deck 1.18.3's card events carry it (recorded on 34.0.1,
+        tests/recordings/nextcloud-34): the entity, not the API's answer. A new card's owner is
+        still the bare uid and its labels and assignees null; later events carry them resolved."""
+        api = self.card_json(card)
+        created = event == "CardCreatedEvent"
+        return {
+            **{key: api[key] for key in ("id", "title", "description")}, "color": None, "descriptionPrev": None,
+            **{key: api[key] for key in ("stackId", "type", "lastModified", "lastEditor", "createdAt")},
+            "labels": None if created else api["labels"], "assignedUsers": None, "attachments": [],
+            "attachmentCount": 0, "owner": card.owner if created else api["owner"], "order": card.order,
+            "archived": card.archived, "done": card.done, "duedate": card.duedate, "startdate": None,
+            "notified": False, "deletedAt": card.deleted_at, "commentsUnread": 0, "commentsCount": 0,
+            "dependentCards": None, "relatedStack": None, "relatedBoard": None, "ETag": api["ETag"],
+        }
 
     # ---- JSON as Deck serializes it --------------------------------------------------------
 
@@ -284,12 +293,11 @@ class Deck:
             "referenceData": None,
         }
 
-    @staticmethod
-    def _overdue(card: Card) -> int:
+    def _overdue(self, card: Card) -> int:
         if not card.duedate:
             return 0
         due = datetime.fromisoformat(card.duedate)
-        now = datetime.now(UTC)
+        now = self.clock.now()
         if due < now:
             return 3
         days = (due.date() - now.date()).days
@@ -300,13 +308,8 @@ class Deck:
         return sorted(cards, key=lambda c: (c.order, c.id))
 
     def stack_json(self, stack: Stack, with_cards: bool) -> dict:
-        data: dict[str, Any] = {
-            "id": stack.id,
-            "title": stack.title,
-            "boardId": stack.board_id,
-            "deletedAt": stack.deleted_at,
-            "lastModified": stack.last_modified,
-        }
+        data: dict[str, Any] = {"id": stack.id, "title": stack.title, "boardId": stack.board_id,
+                                "deletedAt": stack.deleted_at, "lastModified": stack.last_modified}
         if with_cards:
             data["cards"] = [self.card_json(c) for c in self.live_cards(stack)]
         data.update(order=stack.order, ETag=etag_of(stack.last_modified))
@@ -356,16 +359,8 @@ class Deck:
 
     def calendar(self, uid: str, board: Board) -> Collection:
         """The board's read-only calendar as ``uid`` sees it: one VTODO per card with a due date."""
-        cal = Collection(
-            CALENDAR_ID_OFFSET + board.id,
-            uid,
-            f"app-generated--deck--board-{board.id}",
-            f"Deck: {board.title}",
-            "deck",
-            ("VTODO",),
-            sync_token=None,
-            read_only=True,
-        )
+        cal = Collection(CALENDAR_ID_OFFSET + board.id, uid, f"app-generated--deck--board-{board.id}",
+                         f"Deck: {board.title}", "deck", ("VTODO",), sync_token=None, read_only=True)
         for stack in self.board_stacks(board):
             for card in self.live_cards(stack):
                 if card.duedate:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any
 
 from starlette.requests import Request
@@ -65,7 +64,7 @@ async def board(request: Request) -> Response:
     params = await request_params(request)
     with nc.lock:
         if request.method == "DELETE":
-            nc.deck.update_board(b, deleted_at=int(time.time()))
+            nc.deck.update_board(b, deleted_at=int(nc.clock.time()))
         else:
             fields = {k: params[k] for k in ("title", "color") if k in params}
             nc.deck.update_board(b, archived=_flag(params.get("archived", b.archived)), **fields)

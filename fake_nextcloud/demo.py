@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from . import FakeNextcloud, seed
-from .exapp_process import APP_ID, REPO, ExAppProcess, free_port, routes_from_info_xml
+from .appinfo import REPO, routes_from_info_xml
+from .exapp_process import APP_ID, ExAppProcess, free_port
 from .try_mcp import ask
 
 USERS = ("alice", "bob")

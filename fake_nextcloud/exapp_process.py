@@ -14,36 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-import xml.etree.ElementTree as ET
-from typing import Any
-
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
+from .appinfo import REPO, app_version
+
 APP_ID = "semantic_mcp"
-_ACCESS_LEVELS = {"PUBLIC": 0, "USER": 1, "ADMIN": 2}
-
-
-def _info_xml() -> ET.Element:
-    return ET.parse(REPO / "appinfo" / "info.xml").getroot()
-
-
-def app_version() -> str:
-    return _info_xml().findtext("version") or "0.0.0"
-
-
-def routes_from_info_xml() -> list[dict[str, Any]]:
-    """The routes exactly as appinfo/info.xml declares them (what an app store install registers)."""
-    return [
-        {
-            "url": route.findtext("url"),
-            "verb": route.findtext("verb"),
-            "access_level": _ACCESS_LEVELS[route.findtext("access_level", "USER")],
-            "headers_to_exclude": route.findtext("headers_to_exclude", "[]"),
-            "bruteforce_protection": route.findtext("bruteforce_protection", "[]"),
-        }
-        for route in _info_xml().iter("route")
-    ]
 
 
 def free_port() -> int:

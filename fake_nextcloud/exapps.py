@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-AA_VERSION = "32.0.0"
+AA_VERSION = "34.0.0"  # AppAPI on Nextcloud 34.0.1
 
 
 def encode_pair(user: str, secret: str) -> str:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from .clock import Clock
 from .davxml import DavError, not_found
 
 NODE_EVENT = "OCP\\Files\\Events\\Node\\"
@@ -147,8 +148,9 @@ class Tag:
 class FileStore:
     """All users' files. Callers hold the state lock; methods raise Sabre errors (DavError)."""
 
-    def __init__(self, emit: Emit, new_id: Callable[[], int]) -> None:
+    def __init__(self, emit: Emit, new_id: Callable[[], int], clock: Clock) -> None:
         self._emit = emit
+        self.clock = clock
         self._new_id = new_id
         self._seq = itertools.count(1)
         self.homes: dict[str, Node] = {}
@@ -169,7 +171,7 @@ class FileStore:
         return f"{int(time.time() * 1_000_000) + next(self._seq):013x}"[-13:]
 
     def _new_node(self, owner: str, name: str, is_dir: bool, content: Content = b"") -> Node:
-        node = Node(self._new_id(), owner, name, is_dir, content=content, mtime=time.time())
+        node = Node(self._new_id(), owner, name, is_dir, content=content, mtime=self.clock.time())
         node.mimetype = mimetype_for(name, is_dir)
         node.etag = self._dir_etag() if is_dir else self._file_etag(node)
         self.by_id[node.id] = node
@@ -236,7 +238,7 @@ class FileStore:
     def _changed(self, node: Node, content_changed: bool = True) -> None:
         """New ETag and mtime for the node (if its content changed) and all its ancestors,
         and for the homes of users who see the node through a share."""
-        now = time.time()
+        now = self.clock.time()
         if content_changed:
             node.mtime = now
             node.etag = self._dir_etag() if node.is_dir else self._file_etag(node)
@@ -338,7 +340,7 @@ class FileStore:
         self._drop_shares_of(node)
         for n in node.walk():
             self.by_id.pop(n.id, None)
-        self.trash[node.owner].append(TrashItem(node, location, int(time.time())))
+        self.trash[node.owner].append(TrashItem(node, location, int(self.clock.time())))
         self._node_event("NodeDeletedEvent", actor, None, event_path)
 
     def _drop_shares_of(self, node: Node) -> None:
@@ -462,7 +464,7 @@ class FileStore:
             n += 1
             stem, dot, ext = node.name.rpartition(".")
             target = f"{stem} ({n}).{ext}" if dot and stem and not node.is_dir else f"{node.name} ({n})"
-        share = Share(next(self._share_ids), node, owner, recipient, permissions, int(time.time()), target)
+        share = Share(next(self._share_ids), node, owner, recipient, permissions, int(self.clock.time()), target)
         self.shares[share.id] = share
         self._changed(self.homes[recipient], content_changed=False)
         return share
@@ -497,16 +499,10 @@ class FileStore:
         (current.add if assigned else current.discard)(tag_id)
         node.etag = self._file_etag(node) if not node.is_dir else self._dir_etag()
         verb = "assignTags" if assigned else "unassignTags"
-        self._emit(
-            "OCP\\SystemTag\\MapperEvent",
-            actor,
-            {
-                "eventType": f"OCP\\SystemTag\\ISystemTagObjectMapper::{verb}",
-                "objectType": "files",
-                "objectId": str(file_id),
-                "tagIds": [tag_id],
-            },
-        )
+        self._emit("OCP\\SystemTag\\MapperEvent", actor, {
+            "eventType": f"OCP\\SystemTag\\ISystemTagObjectMapper::{verb}", "objectType": "files",
+            "objectId": str(file_id), "tagIds": [tag_id],
+        })
         self._emit(
             "OCP\\SystemTag\\TagAssignedEvent" if assigned else "OCP\\SystemTag\\TagUnassignedEvent",
             actor,

@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from dateutil.rrule import rrulestr
 from icalendar import Calendar
+
+from .clock import Clock
 
 CALENDAR_EVENT = "OCP\\Calendar\\Events\\"
 Emit = Callable[[str, str, dict], None]
@@ -31,7 +32,7 @@ class DavObject:
     id: int
     uri: str
     data: str
-    lastmodified: int = field(default_factory=lambda: int(time.time()))
+    lastmodified: int = 0
 
     @property
     def etag(self) -> str:
@@ -146,7 +147,8 @@ class Collection:
 class Groupware:
     """Calendars and address books of all users. Callers hold the state lock."""
 
-    def __init__(self, emit: Emit, display_name: Callable[[str], str]) -> None:
+    def __init__(self, emit: Emit, display_name: Callable[[str], str], clock: Clock) -> None:
+        self.clock = clock
         self._emit = emit
         self._display_name = display_name
         self._ids = itertools.count(1)
@@ -176,10 +178,10 @@ class Groupware:
         existing = coll.objects.get(uri)
         if existing is not None:
             existing.data = data
-            existing.lastmodified = int(time.time())
+            existing.lastmodified = int(self.clock.time())
             obj, created = existing, False
         else:
-            obj, created = DavObject(next(self._object_ids), uri, data), True
+            obj, created = DavObject(next(self._object_ids), uri, data, int(self.clock.time())), True
             coll.objects[uri] = obj
         coll.log_change(uri)
         if coll.kind == "calendar":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from email.utils import formatdate
 from typing import Any
 
@@ -58,7 +57,7 @@ async def notes_collection(request: Request) -> Response:
                 data.append({"id": note["id"]})
             else:
                 data.append({k: v for k, v in note.items() if k not in exclude})
-        newest = max((n.mtime for n in nodes), default=time.time())
+        newest = max((n.mtime for n in nodes), default=nc.clock.time())
     etag = hashlib.md5(php_json(data)).hexdigest()
     if _not_modified(request, etag):
         return Response(status_code=304, headers={"ETag": f'"{etag}"'})

@@ -106,8 +106,8 @@ async def capabilities(request: Request) -> Response:
     nc: State = request.app.state.nc
     identify(request, nc)
     data = json.loads((_DATA / "capabilities.json").read_text().replace("{base_url}", nc.base_url))
-    if nc.deck_webhooks_supported:
-        data["capabilities"]["deck"]["version"] = "1.18.0"
+    if not nc.deck_webhooks_supported:
+        data["capabilities"]["deck"]["version"] = "1.16.7"  # the Deck of Nextcloud 32: no card events
     return ocs_response(request, data)
 
 
@@ -118,8 +118,8 @@ async def status(request: Request) -> Response:
             "installed": True,
             "maintenance": request.app.state.nc.maintenance.on,
             "needsDbUpgrade": False,
-            "version": "32.0.1.2",
-            "versionstring": "32.0.1",
+            "version": "34.0.1.2",
+            "versionstring": "34.0.1",
             "edition": "",
             "productname": "Nextcloud",
             "extendedSupport": False,

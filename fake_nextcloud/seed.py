@@ -2,14 +2,17 @@
 
 ``demo`` is a small but realistic account of each kind of object the app indexes (notes with
 categories, text/Markdown/HTML/PDF/DOCX files, a Deck board, events including recurring and
-time-zoned ones, vCards); ``minimal`` is one of each. Dates are relative to now, so "the dentist
-appointment next week" is always next week. Alice shares one file with bob.
+time-zoned ones, vCards); ``minimal`` is one of each; ``calendar`` is ``minimal`` with all of
+alice's events (for the tests that run on shifted clocks, which need few documents). Dates are relative to the fake's clock (or
+the ``now`` given), so "the dentist appointment next week" is always next week; the instant used
+is kept as ``fake.seeded_at`` for tests to measure from. Alice shares one file with bob.
 """
 
 from __future__ import annotations
 
 import io
 from datetime import UTC, datetime, timedelta, timezone
+from functools import partial
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
@@ -74,8 +77,12 @@ def event_ics(
     description: str = "",
     location: str = "",
     extra: tuple[str, ...] = (),
+    stamp: datetime | None = None,
 ) -> str:
-    """A VEVENT in UTC, or in the start's zone if it has a ``key`` (zoneinfo) — then with TZID."""
+    """A VEVENT in UTC, or in the start's zone if it has a ``key`` (zoneinfo) — then with TZID.
+
+    DTSTAMP (when the object was written) is ``stamp``, else the start: no clock is read here.
+    """
     zone = getattr(start.tzinfo, "key", None)
     end = start + timedelta(minutes=minutes)
     if zone and zone != "UTC":
@@ -88,7 +95,7 @@ def event_ics(
         "PRODID:-//fake_nextcloud//seed//EN",
         "BEGIN:VEVENT",
         f"UID:{uid}",
-        f"DTSTAMP:{_stamp(datetime.now(UTC))}",
+        f"DTSTAMP:{_stamp(stamp or start)}",
         *times,
         f"SUMMARY:{summary}",
         *([f"DESCRIPTION:{description}"] if description else []),
@@ -117,23 +124,31 @@ def vcard(uid: str, name: str, email: str, org: str = "", note: str = "", phone:
     return "\r\n".join(lines) + "\r\n"
 
 
-def _at(days: int, hour: int, tz: timezone | ZoneInfo | None = None) -> datetime:
-    base = datetime.now(UTC) + timedelta(days=days)
+def days_from(now: datetime, days: int, hour: int, tz: timezone | ZoneInfo | None = None) -> datetime:
+    """``hour`` o'clock (in ``tz``, default UTC) on the UTC day ``days`` after ``now``'s."""
+    base = now.astimezone(UTC) + timedelta(days=days)
     return base.replace(hour=hour, minute=0, second=0, microsecond=0, tzinfo=tz or UTC)
 
 
-def _due(days: int) -> str:
-    return _at(days, 12).isoformat()
-
-
-def seed(fake: FakeNextcloud, profile: str = "demo") -> None:
-    if profile not in ("demo", "minimal"):
+def seed(fake: FakeNextcloud, profile: str = "demo", now: datetime | None = None) -> datetime:
+    """Returns the instant the content is placed around (also ``fake.seeded_at``)."""
+    if profile not in ("demo", "minimal", "calendar"):
         raise ValueError(f"unknown seed profile {profile!r}")
-    _alice(fake, full=profile == "demo")
-    _bob(fake, full=profile == "demo")
+    now = fake.seeded_at = now or fake.clock.now()
+    _alice(fake, profile == "demo", now)
+    if profile == "calendar":
+        _alice_more_events(fake, now)
+    _bob(fake, profile == "demo", now)
+    return now
 
 
-def _alice(fake: FakeNextcloud, full: bool) -> None:
+def _due(now: datetime, days: int) -> str:
+    return days_from(now, days, 12).isoformat()
+
+
+def _alice(fake: FakeNextcloud, full: bool, now: datetime) -> None:
+    at = partial(days_from, now)
+
     u = "alice"
     fake.create_note(
         u,
@@ -157,7 +172,7 @@ def _alice(fake: FakeNextcloud, full: bool) -> None:
         todo,
         "Write release notes",
         "Summarize the new search features for the blog.",
-        duedate=_due(5),
+        duedate=_due(now, 5),
         labels=("Action needed",),
     )
     fake.put_calendar_object(
@@ -167,7 +182,7 @@ def _alice(fake: FakeNextcloud, full: bool) -> None:
         event_ics(
             "dentist-next-week@example.test",
             "Dentist appointment",
-            _at(7, 9),
+            at(7, 9),
             45,
             "Yearly check-up with Dr. Weber",
             "Praxis Dr. Weber, Hauptstrasse 5",
@@ -244,48 +259,18 @@ def _alice(fake: FakeNextcloud, full: bool) -> None:
     fake.tag_file(u, "Documents/Project plan.md", tag)
     doing = fake.create_stack(u, board, "Doing", 1)
     done = fake.create_stack(u, board, "Done", 2)
-    fake.create_card(u, todo, "Book launch venue", "Needs space for 80 people.", duedate=_due(-3), labels=("Later",))
+    fake.create_card(u, todo, "Book launch venue", "Needs space for 80 people.", duedate=_due(now, -3),
+                     labels=("Later",))
     fake.create_card(
         u,
         doing,
         "Fix search ranking",
         "Short notes rank above long documents; tune the scoring.",
-        duedate=_due(2),
+        duedate=_due(now, 2),
         labels=("To review",),
     )
     fake.create_card(u, done, "Set up staging server", "Staging runs on the new cluster.", labels=("Finished",))
-    fake.put_calendar_object(
-        u,
-        "personal",
-        "dentist-last-year.ics",
-        event_ics("dentist-last-year@example.test", "Dentist appointment", _at(-365, 14), 30, "Filling replaced"),
-    )
-    fake.put_calendar_object(
-        u,
-        "personal",
-        "weekly-team-meeting.ics",
-        event_ics(
-            "weekly-team-meeting@example.test",
-            "Weekly team meeting",
-            _at(-14, 8),
-            60,
-            "Status round and blockers",
-            extra=("RRULE:FREQ=WEEKLY;BYDAY=" + _at(-14, 8).strftime("%a")[:2].upper(),),
-        ),
-    )
-    fake.put_calendar_object(
-        u,
-        "personal",
-        "berlin-workshop.ics",
-        event_ics(
-            "berlin-workshop@example.test",
-            "Search workshop in Berlin",
-            _at(21, 10, ZoneInfo("Europe/Berlin")),
-            180,
-            "Hands-on workshop on semantic search",
-            "Alexanderplatz 1, Berlin",
-        ),
-    )
+    _alice_more_events(fake, now)
     fake.put_contact(
         u,
         "contacts",
@@ -300,14 +285,52 @@ def _alice(fake: FakeNextcloud, full: bool) -> None:
     )
 
 
-def _bob(fake: FakeNextcloud, full: bool) -> None:
+def _alice_more_events(fake: FakeNextcloud, now: datetime) -> None:
+    """A past, a recurring and a time-zoned event beside the dentist next week."""
+    at = partial(days_from, now)
+    fake.put_calendar_object(
+        "alice",
+        "personal",
+        "dentist-last-year.ics",
+        event_ics("dentist-last-year@example.test", "Dentist appointment", at(-365, 14), 30, "Filling replaced"),
+    )
+    fake.put_calendar_object(
+        "alice",
+        "personal",
+        "weekly-team-meeting.ics",
+        event_ics(
+            "weekly-team-meeting@example.test",
+            "Weekly team meeting",
+            at(-14, 8),
+            60,
+            "Status round and blockers",
+            extra=("RRULE:FREQ=WEEKLY;BYDAY=" + at(-14, 8).strftime("%a")[:2].upper(),),
+        ),
+    )
+    fake.put_calendar_object(
+        "alice",
+        "personal",
+        "berlin-workshop.ics",
+        event_ics(
+            "berlin-workshop@example.test",
+            "Search workshop in Berlin",
+            at(21, 10, ZoneInfo("Europe/Berlin")),
+            180,
+            "Hands-on workshop on semantic search",
+            "Alexanderplatz 1, Berlin",
+        ),
+    )
+
+
+def _bob(fake: FakeNextcloud, full: bool, now: datetime) -> None:
+    at = partial(days_from, now)
     u = "bob"
     fake.create_note(u, "Garden plans", "# Garden plans\n\n- Plant tomatoes in May\n- Build a compost bin\n", "Home")
     fake.put_calendar_object(
         u,
         "personal",
         "car-service.ics",
-        event_ics("car-service@example.test", "Car service", _at(10, 8), 120, "Oil change and tyre swap"),
+        event_ics("car-service@example.test", "Car service", at(10, 8), 120, "Oil change and tyre swap"),
     )
     if not full:
         return
@@ -319,7 +342,7 @@ def _bob(fake: FakeNextcloud, full: bool) -> None:
     )
     board = fake.create_board(u, "Home renovation", "317CCC")
     stack = fake.create_stack(u, board, "To do", 0)
-    fake.create_card(u, stack, "Paint the hallway", "Buy white paint and brushes.", duedate=_due(14))
+    fake.create_card(u, stack, "Paint the hallway", "Buy white paint and brushes.", duedate=_due(now, 14))
     fake.put_contact(
         u,
         "contacts",

@@ -11,11 +11,13 @@ import json
 import socket
 import threading
 import time
+from datetime import datetime
 from typing import Any, Self
 
 import uvicorn
 
 from .app import create_app
+from .clock import Clock
 from .appapi import ExAppManager
 from .dav_groupware import ADDRESSBOOKS, CALENDARS, validate
 from .exapps import ExApp, encode_pair, signed_headers
@@ -79,13 +81,16 @@ class FakeNextcloud:
         *,
         passwords: dict[str, str] | None = None,
         webhook_delay: float = 0.05,
-        deck_webhooks_supported: bool = False,
+        deck_webhooks_supported: bool = True,
         proxy_timeout: float = 300.0,
         init_timeout: float = 60.0,
+        clock: Clock | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.url = ""
-        self.state = State(webhook_delay=webhook_delay, deck_webhooks_supported=deck_webhooks_supported)
+        self.clock = clock or Clock()
+        self.seeded_at: datetime | None = None  # the "now" the sample content is placed around (seed.py)
+        self.state = State(self.clock, webhook_delay=webhook_delay, deck_webhooks_supported=deck_webhooks_supported)
         for uid, display, admin, email in DEFAULT_USERS:
             self.state.add_user(uid, display, (passwords or {}).get(uid), admin, email)
         self.exapps = ExAppManager(self.state, init_timeout)

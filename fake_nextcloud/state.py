@@ -11,6 +11,7 @@ import itertools
 import threading
 from dataclasses import dataclass
 
+from .clock import Clock
 from .deck import Deck
 from .exapps import ExApp
 from .files import FileStore
@@ -38,8 +39,9 @@ class Session:
 
 
 class State:
-    def __init__(self, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = False) -> None:
+    def __init__(self, clock: Clock, *, webhook_delay: float = 0.05, deck_webhooks_supported: bool = True) -> None:
         self.lock = threading.RLock()
+        self.clock = clock
         self.base_url = ""
         self.users: dict[str, User] = {}
         self.apps: dict[str, ExApp] = {}
@@ -54,11 +56,12 @@ class State:
             maintenance=self.maintenance,
             display_name=self.display_name,
             deck_webhooks_supported=lambda: self.deck_webhooks_supported,
+            clock=clock,
             delay=webhook_delay,
         )
-        self.files = FileStore(self.emit, lambda: next(file_ids))
-        self.groupware = Groupware(self.emit, self.display_name)
-        self.deck = Deck(self.emit, self.display_name, lambda: self.deck_webhooks_supported)
+        self.files = FileStore(self.emit, lambda: next(file_ids), clock)
+        self.groupware = Groupware(self.emit, self.display_name, clock)
+        self.deck = Deck(self.emit, self.display_name, lambda: self.deck_webhooks_supported, clock)
         self.notes = Notes(self.files)
 
     def add_user(

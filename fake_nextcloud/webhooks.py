@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from .clock import Clock
 from .exapps import ExApp, crawler_client, signed_headers
 from .files import NODE_EVENT
 from .groupware import CALENDAR_EVENT
@@ -69,6 +70,7 @@ class Webhook:
             "headers": self.headers,
             "authMethod": self.auth_method,
             "authData": self.auth_data,
+            "tokenNeeded": [],  # webhook_listeners 1.6 (Nextcloud 34): tokens the delivery should carry
         }
 
 
@@ -143,6 +145,7 @@ class Webhooks:
         maintenance: Maintenance,
         display_name: Callable[[str], str],
         deck_webhooks_supported: Callable[[], bool],
+        clock: Clock,
         delay: float = 0.05,
     ) -> None:
         self._lock = lock
@@ -150,6 +153,7 @@ class Webhooks:
         self._maintenance = maintenance
         self._display_name = display_name
         self._deck_webhooks_supported = deck_webhooks_supported
+        self.clock = clock
         self.delay = delay
         self.duplicate = False
         self.shuffle = False
@@ -176,7 +180,7 @@ class Webhooks:
         event = str(params.get("event", ""))
         accepted = ACCEPTED_EVENTS | (DECK_EVENTS if self._deck_webhooks_supported() else frozenset())
         if event not in accepted:
-            raise OcsError(400, f"Class {event} is not a valid webhook compatible event")
+            raise OcsError(400, f"{event} is not an event class compatible with webhooks")
         method = str(params.get("httpMethod", "")).upper()
         if method not in ("POST", "GET", "PUT", "DELETE"):
             raise OcsError(400, "Method not supported")
@@ -211,7 +215,8 @@ class Webhooks:
         """Queue one job per matching webhook, as webhook_listeners does when the event fires."""
         event = event if "class" in event else {**event, "class": event_class}
         user = {"uid": actor, "displayName": self._display_name(actor)}
-        payload = {"event": event, "user": user, "time": int(time.time())}
+        # "authentication": the tokens a webhook asked for (tokenNeeded), on every 34 delivery
+        payload = {"event": event, "user": user, "time": int(self.clock.time()), "authentication": []}
         body = php_json(payload, hex_tag=False)
         with self._cond:
             for hook in self.hooks.values():

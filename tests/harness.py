@@ -22,7 +22,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version
+from fake_nextcloud.appinfo import app_version
+from fake_nextcloud.exapps import AA_VERSION
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 
 SUBJECTS = ["otter", "glacier", "violin", "lantern", "cactus", "harbour", "comet", "falcon", "meadow", "tunnel"]
 PLACES = ["Lisbon", "Nairobi", "Osaka", "Quito", "Bergen", "Tbilisi", "Hobart", "Tromso", "Cusco", "Dakar"]
@@ -77,7 +79,7 @@ class McpHarness:
             assert self.exapp is not None
             token = base64.b64encode(f"{user}:{self.exapp.secret}".encode()).decode()
             headers = {"authorization-app-api": token, "ex-app-id": APP_ID, "ex-app-version": app_version(),
-                       "aa-version": "32.0.0"}
+                       "aa-version": AA_VERSION}
             url = f"{self.exapp.url}/mcp"
         else:
             headers = self.auth_headers(user, bearer=bearer)

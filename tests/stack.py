@@ -7,11 +7,15 @@ through the fake server's Nextcloud APIs.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 
 from fake_nextcloud import FakeNextcloud, seed
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version, routes_from_info_xml
+from fake_nextcloud.appinfo import app_version, deploy_env_from_info_xml, routes_from_info_xml
+from fake_nextcloud.clock import Clock
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 from harness import McpHarness
+from semantic_mcp.clock import SHIFT_VARIABLE
 
 __all__ = ["APP_ID", "PUBLIC_HOST", "Stack"]
 
@@ -20,16 +24,25 @@ PUBLIC_HOST = "cloud.example.com"
 
 
 class Stack(McpHarness):
-    def __init__(self, workdir: Path, *, profile: str = "demo", env: dict[str, str] | None = None) -> None:
-        self.fake = FakeNextcloud(webhook_delay=0.02)
+    def __init__(
+        self, workdir: Path, *, profile: str = "demo", env: dict[str, str] | None = None, clock: Clock | None = None
+    ) -> None:
+        self.fake = FakeNextcloud(webhook_delay=0.02, clock=clock)
         self.workdir = workdir
         self.profile = profile
-        self.env = {"SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        # The environment an app-store install deploys from info.xml (AppAPI 34's quirks included), then the test's;
+        # the app runs on the fake's clock, so the seed, Nextcloud and the app agree on "now"
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "0.5", "APP_LOG_LEVEL": "INFO",
+                    SHIFT_VARIABLE: repr(self.fake.clock.shift_seconds), **(env or {})}
         self.exapp: ExAppProcess | None = None
 
     @property
     def nextcloud_url(self) -> str:  # type: ignore[override]
         return self.fake.url
+
+    def now(self) -> datetime:
+        """The instant the seed, the fake Nextcloud and the app agree on (the fake's clock)."""
+        return self.fake.clock.now()
 
     def app_password(self, user: str) -> str:
         return self.fake.password(user)

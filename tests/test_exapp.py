@@ -7,6 +7,7 @@ import base64
 import httpx
 import pytest
 
+from fake_nextcloud.exapps import AA_VERSION
 from stack import APP_ID, Stack
 
 
@@ -18,7 +19,7 @@ def test_registration_reported_real_init_progress_and_registered_what_it_needs(s
     events = {hook.event.rsplit("\\", 1)[-1] for hook in hooks}
     assert {"NodeWrittenEvent", "NodeRenamedEvent", "NodeDeletedEvent", "BeforeNodeDeletedEvent",
             "CalendarObjectCreatedEvent", "CalendarObjectMovedToTrashEvent"} <= events
-    assert not any("Deck" in hook.event for hook in hooks)  # refused with 400 on Deck < 1.18: polled instead
+    assert {"CardCreatedEvent", "CardUpdatedEvent", "CardDeletedEvent"} <= events  # Deck 1.18 (Nextcloud 34)
     assert all(hook.uri.startswith("/") for hook in hooks)  # relative: delivered through AppAPI as the user
     forms = stack.fake.settings_forms(APP_ID)
     assert any(form["section_type"] == "admin" for form in forms.values())
@@ -82,7 +83,7 @@ def test_heartbeat_is_open_and_mcp_has_no_trailing_slash_redirect(stack: Stack) 
     # Asked on the app's own port (the proxy would not forward "mcp/"): no redirect to another path,
     # whose Location would be wrong outside the proxy path.
     signed = {"authorization-app-api": base64.b64encode(f"alice:{stack.exapp.secret}".encode()).decode(),
-              "ex-app-id": APP_ID, "ex-app-version": "0.1.0", "aa-version": "32.0.0"}
+              "ex-app-id": APP_ID, "ex-app-version": "0.1.0", "aa-version": AA_VERSION}
     for path in ("/mcp", "/mcp/"):
         response = httpx.post(f"{stack.exapp.url}{path}", headers=signed, json={}, follow_redirects=False)
         assert response.status_code not in (301, 302, 307, 308), (path, response.headers.get("location"))
@@ -95,15 +96,18 @@ def test_no_credentials_in_the_logs(stack: Stack) -> None:
     assert stack.exapp.secret not in log
 
 
-def test_disable_and_enable_remove_and_restore_registrations(tmp_path) -> None:
+def test_disable_and_enable_remove_and_restore_registrations_and_an_older_deck_is_polled(tmp_path) -> None:
     own = Stack(tmp_path, profile="minimal").start()
     try:
         assert any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
         own.fake.disable_exapp(APP_ID)
         assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
         assert not own.fake.settings_forms(APP_ID)
+        own.fake.deck_webhooks_supported = False  # Deck 1.16, as on Nextcloud 32: its card events are refused
         own.fake.enable_exapp(APP_ID)
-        assert any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
+        events = {h.event.rsplit("\\", 1)[-1] for h in own.fake.webhooks.hooks.values() if h.app_id == APP_ID}
+        assert "NodeWrittenEvent" in events and not any(event.startswith("Card") for event in events)
+        assert "polling Deck instead" in own.log()
         assert own.fake.settings_forms(APP_ID)
         own.fake.unregister_exapp(APP_ID)
         assert not any(h.app_id == APP_ID for h in own.fake.webhooks.hooks.values())
@@ -154,3 +158,20 @@ def test_only_admins_see_and_save_the_admin_form_and_users_see_the_personal_one(
     assert {form["section_type"] for form in stack.settings_forms("admin")} == {"admin", "personal"}
     refused = stack.save_admin_field("alice", "index_notes", False)
     assert refused.status_code == 403 and refused.json()["ocs"]["meta"]["message"] == ""
+
+
+async def test_a_deck_card_arrives_changes_and_goes_through_deck_events(stack: Stack) -> None:
+    """Deck 1.18 (Nextcloud 34) sends card events; reconciliation is 15 minutes away on this stack."""
+    fake, log_before = stack.fake, len(stack.log())
+    card_id = fake.create_card("alice", fake.create_stack("alice", fake.create_board("alice", "Wombats"), "To do"),
+                               "Wombat burrow", "Dig the glimmerfern tunnel.")
+
+    async def found(query: str, title: str) -> bool:
+        return title in await stack.titles("alice", query)
+
+    await stack.eventually(lambda: found("glimmerfern tunnel", "Wombat burrow"), timeout=30)
+    fake.update_card("alice", card_id, title="Wombat den", description="Line the den with brindleweed.")
+    await stack.eventually(lambda: found("brindleweed den", "Wombat den"), timeout=30)
+    fake.delete_card("alice", card_id)
+    await stack.eventually(lambda: _negated(found("brindleweed den", "Wombat den")), timeout=30)
+    assert "Reconciliation deck_card" not in stack.log()[log_before:]

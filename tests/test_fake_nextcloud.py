@@ -13,6 +13,7 @@ import json
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 
 import httpx
@@ -24,19 +25,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from fake_nextcloud import ExAppError, FakeNextcloud
+from fake_nextcloud.exapps import AA_VERSION
 from fake_nextcloud.server import ServerThread
 from tests.fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
 
 WIRE = Path(__file__).resolve().parents[1].parent / "shared" / "nextcloud-32-wire"
-NS = {
-    "d": "DAV:",
-    "oc": "http://owncloud.org/ns",
-    "nc": "http://nextcloud.org/ns",
-    "cal": "urn:ietf:params:xml:ns:caldav",
-    "cs": "http://calendarserver.org/ns/",
-    "card": "urn:ietf:params:xml:ns:carddav",
-    "s": "http://sabredav.org/ns",
-}
+RECORDED_34 = Path(__file__).resolve().parent / "recordings" / "nextcloud-34"  # recorded on 34.0.1 (README)
+NS = {"d": "DAV:", "oc": "http://owncloud.org/ns", "nc": "http://nextcloud.org/ns", "s": "http://sabredav.org/ns",
+      "cal": "urn:ietf:params:xml:ns:caldav", "cs": "http://calendarserver.org/ns/",
+      "card": "urn:ietf:params:xml:ns:carddav"}
 NODE = "OCP\\Files\\Events\\Node\\"
 FILE_PROPS = (
     b'<d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns" xmlns:nc="http://nextcloud.org/ns">'
@@ -49,17 +46,16 @@ ROUTES = [
     {"url": "^public$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
     {"url": "^admin$", "verb": "GET", "access_level": 2, "headers_to_exclude": []},
     {"url": "^/slash$", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
+    {"url": "^/first$", "verb": "GET", "access_level": 2, "headers_to_exclude": []},
+    {"url": "^/first", "verb": "GET", "access_level": 0, "headers_to_exclude": []},
 ]
 
 
 def recorded(name: str) -> tuple[int, dict[str, str], bytes]:
     lines = (WIRE / "http" / f"{name}.headers").read_text().splitlines()
     headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
-    return (
-        int(lines[0].split()[1]),
-        {k.lower(): v for k, v in headers.items()},
-        (WIRE / "http" / f"{name}.body").read_bytes(),
-    )
+    body = (WIRE / "http" / f"{name}.body").read_bytes()
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
 
 
 def recorded_json(name: str):
@@ -100,15 +96,8 @@ class StubExApp:
 
         async def record(request: Request) -> Response:
             body = await request.body()
-            self.received.append(
-                {
-                    "method": request.method,
-                    "path": request.url.path,
-                    "query": request.url.query,
-                    "headers": dict(request.headers),
-                    "body": body,
-                }
-            )
+            self.received.append({"method": request.method, "path": request.url.path, "query": request.url.query,
+                                  "headers": dict(request.headers), "body": body})
             path = request.url.path
             if path == "/init":
                 return JSONResponse({}, background=BackgroundTask(self._report_progress))
@@ -128,20 +117,12 @@ class StubExApp:
 
     async def _report_progress(self) -> None:
         auth = base64.b64encode(f":{self.secret}".encode()).decode()
-        headers = {
-            "AUTHORIZATION-APP-API": auth,
-            "EX-APP-ID": self.app_id,
-            "EX-APP-VERSION": self.version,
-            "AA-VERSION": "32.0.0",
-            "OCS-APIRequest": "true",
-        }
+        headers = {"AUTHORIZATION-APP-API": auth, "EX-APP-ID": self.app_id, "EX-APP-VERSION": self.version,
+                   "AA-VERSION": AA_VERSION, "OCS-APIRequest": "true"}
         async with httpx.AsyncClient() as http:
             for progress in (30, 100):
-                await http.put(
-                    f"{self.fake.url}/ocs/v1.php/apps/app_api/ex-app/status?format=json",
-                    json={"progress": progress, "error": ""},
-                    headers=headers,
-                )
+                await http.put(f"{self.fake.url}/ocs/v1.php/apps/app_api/ex-app/status?format=json",
+                               json={"progress": progress, "error": ""}, headers=headers)
 
     def register(self) -> None:
         self.fake.register_exapp(self.app_id, self.server.url, self.secret, self.version, ROUTES)
@@ -174,7 +155,7 @@ def test_ocs_user_capabilities_and_auth(fake_nc: FakeNextcloud) -> None:  # noqa
         assert r.json()["ocs"]["data"].keys() == recorded_json("ocs_user")["ocs"]["data"].keys()
         assert r.json()["ocs"]["data"]["displayname"] == "Alice Test"
         caps = http.get("/ocs/v1.php/cloud/capabilities", headers={"Accept": "application/json"}).json()["ocs"]
-        assert caps["meta"]["statuscode"] == 100 and caps["data"]["capabilities"]["app_api"]["version"] == "32.0.0"
+        assert caps["meta"]["statuscode"] == 100 and caps["data"]["capabilities"]["app_api"]["version"] == AA_VERSION
         assert fake_nc.url in caps["data"]["capabilities"]["theming"]["logo"]
     bearer = httpx.get(f"{fake_nc.url}/ocs/v2.php/cloud/user?format=json", headers=fake_nc.auth_headers("bob", True))
     assert bearer.json()["ocs"]["data"]["id"] == "bob"
@@ -186,6 +167,7 @@ def test_ocs_user_capabilities_and_auth(fake_nc: FakeNextcloud) -> None:  # noqa
 # ---- Notes and Deck -------------------------------------------------------------------------------
 
 
+@pytest.mark.clock_sensitive
 def test_notes_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: F811
     with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
         notes = alice.get("/index.php/apps/notes/api/v1/notes")
@@ -196,7 +178,7 @@ def test_notes_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: 
         assert '"internalPath":"\\/Notes\\/Work' in notes.text  # PHP escapes slashes
         one = alice.get(f"/apps/notes/api/v1/notes/{note['id']}")
         assert one.headers["etag"] == f'"{note["etag"]}"'
-        stubs = alice.get("/index.php/apps/notes/api/v1/notes", params={"pruneBefore": int(time.time()) + 60})
+        stubs = alice.get("/index.php/apps/notes/api/v1/notes", params={"pruneBefore": int(fake_nc.clock.time()) + 60})
         assert all(n.keys() == {"id"} for n in stubs.json())
         status, _, body = recorded("bob_notes_get_alice")
         denied = bob.get(f"/index.php/apps/notes/api/v1/notes/{note['id']}")
@@ -210,6 +192,7 @@ def test_notes_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: 
         assert created.json()["id"] == file_id and fake_nc.read_file("alice", "Notes/Groceries.md") == b"milk"
 
 
+@pytest.mark.clock_sensitive
 def test_deck_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: F811
     with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
         boards = alice.get("/index.php/apps/deck/api/v1.0/boards", params={"details": "true"})
@@ -220,6 +203,9 @@ def test_deck_api_matches_recordings(fake_nc: FakeNextcloud) -> None:  # noqa: F
         assert stacks[0].keys() == recorded_json("deck_stacks")[0].keys()
         card = stacks[0]["cards"][0]
         assert card.keys() == recorded_json("deck_card").keys() and card["labels"][0]["cardId"] == card["id"]
+        # Deck's overdue flag, on the fake's clock: 3 once due, 0 while more than a day away
+        overdue = {c["title"]: c["overdue"] for stack in stacks for c in stack.get("cards") or []}
+        assert overdue["Book launch venue"] == 3 and overdue["Write release notes"] == 0
         wrong_board = alice.get(f"/index.php/apps/deck/api/v1.0/boards/999/stacks/1/cards/{card['id']}")
         assert wrong_board.status_code == 200 and wrong_board.headers["etag"] == f'"{card["ETag"]}"'
         status, _headers, body = recorded("bob_deck_card_alice")
@@ -276,8 +262,9 @@ def test_webdav_propfind_get_and_errors(fake_nc: FakeNextcloud) -> None:  # noqa
         assert tail.status_code == 206 and len(tail.content) == 10
 
 
+@pytest.mark.clock_sensitive
 def test_webdav_search_move_trash_restore(fake_nc: FakeNextcloud) -> None:  # noqa: F811
-    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    since = (fake_nc.clock.now() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     body = f"""<d:searchrequest xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:basicsearch>
       <d:select><d:prop><oc:fileid/><d:getlastmodified/><d:getetag/><d:getcontenttype/></d:prop></d:select>
       <d:from><d:scope><d:href>/files/alice</d:href><d:depth>infinity</d:depth></d:scope></d:from>
@@ -332,6 +319,22 @@ def test_share_and_revoke(fake_nc: FakeNextcloud) -> None:  # noqa: F811
 # ---- CalDAV and CardDAV -------------------------------------------------------------------------------
 
 
+def calendar_query(dav: httpx.Client, url: str, day: date) -> httpx.Response:
+    """The events of ``url`` that overlap the UTC day ``day`` (recurrences included)."""
+    window = f'start="{day:%Y%m%d}T000000Z" end="{day + timedelta(days=1):%Y%m%d}T000000Z"'
+    return dav.request(
+        "REPORT",
+        url,
+        headers={"Depth": "1"},
+        content=(
+            '<cal:calendar-query xmlns:d="DAV:" xmlns:cal="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/>'
+            '<cal:calendar-data/></d:prop><cal:filter><cal:comp-filter name="VCALENDAR"><cal:comp-filter name="VEVENT">'
+            f"<cal:time-range {window}/></cal:comp-filter></cal:comp-filter></cal:filter></cal:calendar-query>"
+        ),
+    )
+
+
+@pytest.mark.clock_sensitive
 def test_caldav_and_carddav(fake_nc: FakeNextcloud) -> None:  # noqa: F811
     props = (
         b'<d:propfind xmlns:d="DAV:" xmlns:cs="http://calendarserver.org/ns/" xmlns:cal="urn:ietf:params:xml:ns:caldav">'
@@ -339,7 +342,9 @@ def test_caldav_and_carddav(fake_nc: FakeNextcloud) -> None:  # noqa: F811
         b"<cal:supported-calendar-component-set/></d:prop></d:propfind>"
     )
     sync = '<d:sync-collection xmlns:d="DAV:"><d:sync-token>{}</d:sync-token><d:sync-level>1</d:sync-level><d:prop><d:getetag/></d:prop></d:sync-collection>'
-    event = (WIRE / "http" / "event1.ics").read_text()
+    # The recorded event, moved to a day the seed leaves free (it is placed around its own clock)
+    free_day = fake_nc.seeded_at.date() + timedelta(days=3)
+    event = (WIRE / "http" / "event1.ics").read_text().replace("20261201T", f"{free_day:%Y%m%d}T")
     with client(fake_nc) as alice, client(fake_nc, "bob") as bob:
         home = alice.request("PROPFIND", "/remote.php/dav/calendars/alice/", headers={"Depth": "1"}, content=props)
         reference = dict(zip(hrefs(recorded("caldav_calendars")[2]), shape(recorded("caldav_calendars")[2])))
@@ -362,21 +367,14 @@ def test_caldav_and_carddav(fake_nc: FakeNextcloud) -> None:  # noqa: F811
             for r in ET.fromstring(delta.content).findall("d:response", NS)
         }
         assert statuses == {url + "test-event-0001.ics": None, url + "dentist-last-year.ics": "HTTP/1.1 404 Not Found"}
-        query = alice.request(
-            "REPORT",
-            url,
-            headers={"Depth": "1"},
-            content=(
-                b'<cal:calendar-query xmlns:d="DAV:" xmlns:cal="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/>'
-                b'<cal:calendar-data/></d:prop><cal:filter><cal:comp-filter name="VCALENDAR"><cal:comp-filter name="VEVENT">'
-                b'<cal:time-range start="20261201T000000Z" end="20261202T000000Z"/></cal:comp-filter></cal:comp-filter>'
-                b"</cal:filter></cal:calendar-query>"
-            ),
-        )
+        query = calendar_query(alice, url, free_day)
         assert (
             shape(query.content) == shape(recorded("caldav_report")[2])[:1]
             and b"Acceptance test meeting" in query.content
         )
+        # A week after the seed's day: the dentist, and the weekly meeting that began two weeks before
+        next_week = calendar_query(alice, url, fake_nc.seeded_at.date() + timedelta(days=7))
+        assert set(hrefs(next_week.content)) == {url + "dentist-next-week.ics", url + "weekly-team-meeting.ics"}
         assert alice.put(url + "broken.ics", content="BEGIN:VCALENDAR\nnot ical").status_code == 415
         fake_nc.put_raw_calendar_object("alice", "personal", "broken.ics", "BEGIN:VCALENDAR\nnot ical")
         assert alice.get(url + "broken.ics").status_code == 200
@@ -416,21 +414,19 @@ def _register(nc: FakeNextcloud, event: str, uri: str, as_app: str | None = None
 
 def test_webhook_registration_and_event_quirks(registered: StubExApp) -> None:
     nc = registered.fake
-    for name in (
-        "NodeCreatedEvent",
-        "NodeWrittenEvent",
-        "NodeRenamedEvent",
-        "BeforeNodeDeletedEvent",
-        "NodeDeletedEvent",
-    ):
+    for name in ("NodeCreatedEvent", "NodeWrittenEvent", "NodeRenamedEvent", "BeforeNodeDeletedEvent",
+                 "NodeDeletedEvent"):
         assert _register(nc, NODE + name, f"/webhook/{name}", as_app=registered.app_id).status_code == 200
     _register(nc, "OCP\\Calendar\\Events\\CalendarObjectMovedToTrashEvent", f"{registered.server.url}/public/cal")
-    rejected = _register(nc, "OCA\\Deck\\Event\\CardCreatedEvent", "http://127.0.0.1:1/x")
-    assert rejected.status_code == 400 and rejected.json()["ocs"]["meta"]["status"] == "failure"
+    registrations = json.loads((RECORDED_34 / "webhook_registration.json").read_text())
+    refused = registrations["refused OCA\\Deck\\Event\\SessionCreatedEvent"]
+    rejected = _register(nc, "OCA\\Deck\\Event\\SessionCreatedEvent", "http://127.0.0.1:1/x")
+    assert (rejected.status_code, rejected.json()) == (refused["status"], refused["body"])
     listing = httpx.get(
         f"{nc.url}/ocs/v2.php/apps/webhook_listeners/api/v1/webhooks?format=json", headers=nc.auth_headers("admin")
     ).json()["ocs"]["data"]
-    assert listing[0].keys() == recorded_json("webhooks_list")["ocs"]["data"][0].keys()
+    accepted = registrations["accepted OCA\\Deck\\Event\\CardUpdatedEvent (as admin)"]["body"]["ocs"]["data"]
+    assert listing[0].keys() == accepted.keys()
     assert listing[0]["appId"] == registered.app_id and listing[0]["userId"] is None
 
     with client(nc) as alice:
@@ -493,19 +489,34 @@ def test_webhook_delivery_controls(registered: StubExApp) -> None:
     assert len(nc.webhooks.events()) == 3 and len(nc.webhooks.dropped) == 1
 
 
-def test_deck_webhooks_flag_and_writes_to_shared_files(stub: StubExApp) -> None:
+def test_deck_card_events_as_deck_1_18_sends_them_and_writes_to_shared_files(stub: StubExApp) -> None:
     nc = stub.fake
-    card_event = "OCA\\Deck\\Event\\CardUpdatedEvent"
-    assert _register(nc, card_event, f"{stub.server.url}/deck").status_code == 400  # Deck 1.16 on Nextcloud 32
-    nc.deck_webhooks_supported = True  # Deck 1.18
-    assert _register(nc, card_event, f"{stub.server.url}/deck").status_code == 200
+    events = [f"OCA\\Deck\\Event\\Card{name}Event" for name in ("Created", "Updated", "Deleted")]
+    nc.deck_webhooks_supported = False  # Deck 1.16 (Nextcloud 32): not webhook-compatible
+    assert _register(nc, events[1], f"{stub.server.url}/deck").status_code == 400
+    nc.deck_webhooks_supported = True  # Deck 1.18.3 on Nextcloud 34.0.1, as recorded
+    for event in events:
+        assert _register(nc, event, f"{stub.server.url}/deck").status_code == 200
     _register(nc, NODE + "NodeWrittenEvent", f"{stub.server.url}/written")
-    nc.update_card("alice", 1, title="Release notes v2")
+    board = nc.create_board("alice", "Rec board")
+    card_id = nc.create_card("alice", nc.create_stack("alice", board, "To do"), "Rec card", "first")
+    nc.update_card("alice", card_id, title="Rec card edited", description="second")
+    nc.delete_card("alice", card_id)
     with client(nc, "bob") as bob:
         assert bob.put("/remote.php/dav/files/bob/Shared with Bob.md", content=b"bob was here").status_code == 204
     nc.webhooks.flush()
-    card = nc.webhooks.events(card_event)[0].payload["event"]
-    assert card["class"] == card_event and card["card"]["title"] == "Release notes v2"
+    recorded = [json.loads(json.loads(line)["body"])
+                for line in (RECORDED_34 / "webhook_deliveries_deck.jsonl").read_text().splitlines()]
+    recorded = {payload["event"]["class"]: payload for payload in recorded}
+    for event in events:
+        (delivery,) = nc.webhooks.events(event)
+        got, want = delivery.payload, recorded[event]
+        assert got.keys() == want.keys() and got["event"].keys() == want["event"].keys()
+        assert got["event"]["card"].keys() == want["event"]["card"].keys(), event
+        assert type(got["event"]["card"]["owner"]) is type(want["event"]["card"]["owner"]), event  # uid, then object
+        assert got["event"]["card"]["labels"] == want["event"]["card"]["labels"], event  # null on create
+        assert bool(got["event"]["card"]["deletedAt"]) == bool(want["event"]["card"]["deletedAt"]), event
+    assert nc.webhooks.events(events[1])[0].payload["event"]["card"]["title"] == "Rec card edited"
     written = nc.webhooks.events(NODE + "NodeWrittenEvent")[-1].payload
     assert written["event"]["node"]["path"] == "/alice/files/Documents/Shared with Bob.md"
     assert written["user"]["uid"] == "bob" and nc.read_file("alice", "Documents/Shared with Bob.md") == b"bob was here"
@@ -580,8 +591,8 @@ def test_proxy_routes_and_headers(registered: StubExApp) -> None:
     before = nc.proxy_count(registered.app_id)
     refused = {
         "no credentials on a user route": ("GET", "mcp", None),
-        "pattern with a slash": ("GET", "slash", None),
         "admin route as a user": ("GET", "admin", alice),
+        "the first matching route decides, though a later one is public": ("GET", "first", alice),
         "no route": ("GET", "nothing", alice),
         "verb not allowed": ("PUT", "mcp", alice),
     }
@@ -589,7 +600,10 @@ def test_proxy_routes_and_headers(registered: StubExApp) -> None:
         assert httpx.request(method, nc.proxy_url(registered.app_id, path), auth=auth).status_code == 404, why
     assert httpx.get(nc.proxy_url(registered.app_id, "public")).status_code == 200
     assert httpx.get(nc.proxy_url(registered.app_id, "admin"), auth=nc.auth("admin")).status_code == 200
-    assert nc.proxy_count(registered.app_id) == before + 2 and nc.proxy_count(registered.app_id, "mcp") == 2
+    assert httpx.get(nc.proxy_url(registered.app_id, "slash")).status_code == 200  # AppAPI 34: "/" + path
+    assert httpx.get(nc.proxy_url(registered.app_id, "first"), auth=nc.auth("admin")).status_code == 200
+    assert httpx.get(nc.proxy_url(registered.app_id, "firstly")).status_code == 200  # only the second matches
+    assert nc.proxy_count(registered.app_id) == before + 5 and nc.proxy_count(registered.app_id, "mcp") == 2
 
 
 @pytest.mark.parametrize("mode", ["buffered", "streaming"])
@@ -687,8 +701,8 @@ def test_public_routes_and_browser_sessions_as_the_real_proxy(registered: StubEx
         assert user_seen(posted) == "alice"
 
 
-def test_headers_to_exclude_only_as_an_array_as_appapi_32_stores_it() -> None:
-    """A string (info.xml's form) is stored as [] by AppAPI 32.0.0: nothing is excluded."""
+def test_headers_to_exclude_only_as_an_array_as_appapi_34_stores_it() -> None:
+    """A string (info.xml's form) is stored as [] by AppAPI 32.0.0 and 34.0.0: nothing is excluded."""
     from fake_nextcloud.appapi import _excluded_headers
 
     assert _excluded_headers({"headers_to_exclude": ["cookie"]}) == ["cookie"]

@@ -113,6 +113,32 @@ async def test_a_free_check_notices_registration_without_waiting_for_appapi() ->
     assert calls == ["self-check", "self-check"] and health.credentials == "confirmed"
 
 
+async def test_after_appapi_disables_the_app_only_its_next_enable_resumes() -> None:
+    """Seen on a real 34.0.1: AppAPI keeps the app enabled until our answer to /enabled?enabled=0,
+    so a self-check proxied meanwhile arrived signed; taken as "enabled", it resumed the webhook
+    check, which met the unregistered app: two failed logins. Nothing but /enabled or /init lifts it."""
+    health = NextcloudHealth(credential_retry_seconds=0.05)
+    calls: list[str] = []
+
+    async def self_check() -> str:
+        calls.append("self-check")
+        return "ok"  # what the proxy answers while AppAPI still has the app enabled
+
+    health.set_credential_probe(self_check, free=True)  # type: ignore[arg-type]
+    health.confirmed_by_appapi()
+    health.app_disabled(until_enabled=True)
+    health.confirmed_by_appapi()  # a request AppAPI signed before it stored the app as disabled
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(health.wait_usable(), 0.5)
+    assert calls == [] and health.credentials == "disabled"
+    health.enabled_by_appapi()
+    await asyncio.wait_for(health.wait_usable(), 1)
+    health.app_disabled(until_enabled=True)
+    health.app_disabled()  # /init of a new registration: free checks may notice the enable again
+    await asyncio.wait_for(health.wait_usable(), 1)
+    assert calls == ["self-check"]
+
+
 def answering_5xx(health: NextcloudHealth, *, status_php: str = "down") -> dict[str, int]:
     """Probes that behave like the real ones while Nextcloud answers 5xx: the credential check (the
     self-check through AppAPI's proxy) gets a 503 and reports it to the health, as upkeep.py does;

@@ -21,7 +21,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from stack import APP_ID, Stack
 
 from fake_nextcloud.exapps import signed_headers
 from fake_nextcloud.files import Generated
-from fake_nextcloud.seed import event_ics, vcard
+from fake_nextcloud.seed import days_from, event_ics, vcard
 
 ALICE, BOB = "alice", "bob"
 CANARY = ("Project Phoenix billing migration", "Project plan.md")  # seeded for alice in both profiles
@@ -203,10 +202,6 @@ def contact_id(uri: str) -> str:
     return f"contact:contacts/{uri}"
 
 
-def at(days: int, hour: int = 10) -> datetime:
-    return (datetime.now(UTC) + timedelta(days=days)).replace(hour=hour, minute=0, second=0, microsecond=0)
-
-
 def set_setting(stack: Stack, key: str, value: str) -> None:
     stack.fake.set_admin_setting(APP_ID, key, value)
 
@@ -345,7 +340,7 @@ async def test_calendar_event_create_edit_retitle_delete_restore_by_webhooks(sta
     fake = stack.fake
     before = await indexed_count(stack, ALICE, "calendar_event")
     uri = "glimwick-recital.ics"
-    start = at(12, 18)
+    start = days_from(fake.clock.now(), 12, 18)  # the fake's clock, which the app shares
 
     def ics(summary: str, description: str) -> str:
         return event_ics("glimwick@example.test", summary, start, 90, description, "Old Town Hall")
@@ -408,7 +403,8 @@ def _burst(fake: Any) -> dict[str, int]:
     fake.delete_note(ALICE, ids["n_gone"])
 
     def event(uri: str, summary: str, description: str) -> None:
-        fake.put_calendar_object(ALICE, "personal", uri, event_ics(uri + "@x", summary, at(30, 9), 60, description))
+        start = days_from(fake.clock.now(), 30, 9)
+        fake.put_calendar_object(ALICE, "personal", uri, event_ics(uri + "@x", summary, start, 60, description))
 
     event("kelp-1.ics", "Glimmerkelp dive", "Dive at the pelagrine reef.")
     event("kelp-1.ics", "Glimmerkelp night dive", "Dive at the lumenfold reef.")
@@ -537,7 +533,7 @@ async def _note_by_reconciliation(stack: Stack) -> None:
 async def _calendar_by_reconciliation(stack: Stack) -> None:
     fake = stack.fake
     before = await indexed_count(stack, ALICE, "calendar_event")
-    uri, start = "plumbob-fair.ics", at(20, 15)
+    uri, start = "plumbob-fair.ics", days_from(fake.clock.now(), 20, 15)
 
     def put(summary: str, description: str) -> None:
         fake.put_calendar_object(ALICE, "personal", uri, event_ics("plumbob-fair@x", summary, start, 60, description))

@@ -88,6 +88,30 @@ def test_windows(query: str, first: str, last: str) -> None:
     assert span(read_intent(query, NOW)) == (first, last)
 
 
+MONTH_END, YEAR_END, LEAP_DAY = (datetime(2027, 1, 31, 23, 30, tzinfo=UTC), datetime(2027, 12, 31, 23, 59, tzinfo=UTC),
+                                 datetime(2028, 2, 29, 12, 0, tzinfo=UTC))  # three of conftest's shifted clocks
+
+
+@pytest.mark.parametrize(
+    ("now", "query", "first", "last"),
+    [
+        (MONTH_END, "meetings tomorrow", "2027-02-01", "2027-02-01"),
+        (MONTH_END, "next month", "2027-02-01", "2027-02-28"),
+        (MONTH_END, "Notizen vom letzten Monat", "2026-12-01", "2026-12-31"),
+        (YEAR_END, "meetings tomorrow", "2028-01-01", "2028-01-01"),
+        (YEAR_END, "meetings next week", "2028-01-03", "2028-01-09"),
+        (YEAR_END, "next meeting in January", "2028-01-01", "2028-01-31"),
+        (YEAR_END, "report from last year", "2026-01-01", "2026-12-31"),
+        (LEAP_DAY, "what did I write yesterday", "2028-02-28", "2028-02-28"),
+        (LEAP_DAY, "meetings tomorrow", "2028-03-01", "2028-03-01"),
+        (LEAP_DAY, "this month", "2028-02-01", "2028-02-29"),
+        (LEAP_DAY, "documentos del mes pasado", "2028-01-01", "2028-01-31"),
+    ],
+)
+def test_windows_across_a_month_end_a_year_end_and_a_leap_day(now: datetime, query: str, first: str, last: str) -> None:
+    assert span(read_intent(query, now)) == (first, last)
+
+
 @pytest.mark.parametrize(
     ("query", "types"),
     [

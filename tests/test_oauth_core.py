@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import ssl
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,23 +23,26 @@ PUBLIC_URL = "https://cloud.example.com"
 
 
 class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
+    """Unix seconds that move only when the test moves them."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start.timestamp()
 
     def __call__(self) -> float:
         return self.now
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock(clock_start: datetime | None) -> Clock:
+    """Starts today, or at each shifted instant for a ``clock_sensitive`` test (conftest.py)."""
+    return Clock(clock_start or datetime.now(UTC))
 
 
 def make_server(path: Path, clock: Clock, public_url: str = PUBLIC_URL,
                 settings: AdminSettings | None = None) -> AuthorizationServer:
     store = OAuthStore(path / "oauth.db")
-    return AuthorizationServer(store, ClientRegistry(store), lambda: settings or AdminSettings(), public_url,
-                               "semantic_mcp", clock=clock)
+    return AuthorizationServer(store, ClientRegistry(store, clock=clock), lambda: settings or AdminSettings(),
+                               public_url, "semantic_mcp", clock=clock)
 
 
 @pytest.fixture
@@ -71,6 +75,7 @@ async def tokens(server: AuthorizationServer, scope: str | None = None) -> tuple
     return client_id, answer
 
 
+@pytest.mark.clock_sensitive
 async def test_a_token_works_for_its_user_until_it_expires(server: AuthorizationServer, clock: Clock) -> None:
     _, answer = await tokens(server)
     grant = server.verify(answer["access_token"])
@@ -79,6 +84,7 @@ async def test_a_token_works_for_its_user_until_it_expires(server: Authorization
     assert server.verify(answer["access_token"]) is None
 
 
+@pytest.mark.clock_sensitive
 async def test_an_expired_code_is_refused(server: AuthorizationServer, clock: Clock) -> None:
     client_id = register(server)
     verifier, challenge = pkce()
@@ -90,6 +96,7 @@ async def test_an_expired_code_is_refused(server: AuthorizationServer, clock: Cl
     assert refused.value.error == "invalid_grant" and "expired" in refused.value.description
 
 
+@pytest.mark.clock_sensitive
 async def test_an_expired_refresh_token_is_refused(server: AuthorizationServer, clock: Clock) -> None:
     client_id, answer = await tokens(server)
     clock.now += REFRESH_TOKEN_SECONDS + 1
@@ -111,8 +118,8 @@ async def test_a_token_minted_for_another_resource_is_refused(tmp_path: Path, cl
 async def test_the_admin_narrowing_scopes_narrows_tokens_already_issued(tmp_path: Path, clock: Clock) -> None:
     settings = {"now": AdminSettings()}
     store = OAuthStore(tmp_path / "oauth.db")
-    server = AuthorizationServer(store, ClientRegistry(store), lambda: settings["now"], PUBLIC_URL, "semantic_mcp",
-                                 clock=clock)
+    server = AuthorizationServer(store, ClientRegistry(store, clock=clock), lambda: settings["now"], PUBLIC_URL,
+                                 "semantic_mcp", clock=clock)
     _, answer = await tokens(server)
     settings["now"] = AdminSettings(oauth_scopes=(READ_SCOPE,))
     assert server.verify(answer["access_token"]).scopes == {READ_SCOPE}
@@ -132,6 +139,7 @@ async def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_grant(serv
     assert server.verify(second["access_token"]) is None  # the whole grant went with it
 
 
+@pytest.mark.clock_sensitive
 async def test_housekeeping_drops_expired_tokens_and_unused_registrations(server: AuthorizationServer,
                                                                         clock: Clock) -> None:
     _, answer = await tokens(server)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -24,8 +23,9 @@ from stack import APP_ID, Stack
 from semantic_mcp.tools import TOOL_SCOPES
 
 
-def today() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%d")
+def today(stack: Stack) -> str:
+    """The stack's day (its seed, the fake Nextcloud and the app share one clock)."""
+    return stack.now().strftime("%Y-%m-%d")
 
 
 async def answer(stack: Stack, user: str, query: str, model: ScriptedModel | None, **options: Any) -> dict:
@@ -64,9 +64,9 @@ async def test_hybrid_finds_exact_rare_tokens_and_paraphrases(stack: Stack, mode
 
 
 async def test_filters_narrow_results(stack: Stack) -> None:
-    upcoming = await stack.search("alice", "dentist", doc_types=["calendar_event"], event_after=today())
+    upcoming = await stack.search("alice", "dentist", doc_types=["calendar_event"], event_after=today(stack))
     assert [hit["title"] for hit in upcoming["results"]][:1] == ["Dentist appointment"]
-    assert all(hit["event_start"] >= today() for hit in upcoming["results"])
+    assert all(hit["event_start"] >= today(stack) for hit in upcoming["results"])
     assert all(hit["doc_type"] == "calendar_event" for hit in upcoming["results"])
     in_documents = await stack.search("alice", "plan", path_prefix="/Documents/")
     assert in_documents["results"] and all(hit["location"].startswith("/Documents/") for hit in in_documents["results"])
@@ -132,7 +132,7 @@ async def _titles_contain(stack: Stack, user: str, query: str, title: str) -> bo
 @pytest.mark.parametrize("via", ["auto-proxy", "legacy-direct"])
 async def test_answer_is_written_by_the_clients_model_with_citations(stack: Stack, via: str) -> None:
     mode, direct = ("auto", False) if via == "auto-proxy" else ("legacy", True)
-    model = ScriptedModel(analysis=json.dumps({"doc_types": ["calendar_event"], "event_after": today()}))
+    model = ScriptedModel(analysis=json.dumps({"doc_types": ["calendar_event"], "event_after": today(stack)}))
     result = await answer(stack, "alice", "When is my next dentist appointment?", model, mode=mode, direct=direct)
     assert result["generated_answer"] == ANSWER_TEXT
     assert result["model_used"] == "scripted-model" and result["stop_reason"] == "endTurn"
@@ -143,18 +143,20 @@ async def test_answer_is_written_by_the_clients_model_with_citations(stack: Stac
     assert prompt.rstrip().endswith("<question>\nWhen is my next dentist appointment?\n</question>")
 
 
-async def test_query_analysis_finds_the_upcoming_event_not_last_years(stack: Stack) -> None:
+@pytest.mark.clock_sensitive
+async def test_query_analysis_finds_the_upcoming_event_not_last_years(dated_stack: Stack) -> None:
+    stack, day = dated_stack, today(dated_stack)
     plain = await stack.search("alice", "When is my next dentist appointment?", limit=5)
     starts = [hit["event_start"] for hit in plain["results"] if hit["title"] == "Dentist appointment"]
-    assert any(start < today() for start in starts)  # without analysis, last year's shows up too
-    model = ScriptedModel(analysis=json.dumps({"doc_types": ["calendar_event"], "event_after": today(),
+    assert any(start < day for start in starts)  # without analysis, last year's shows up too
+    model = ScriptedModel(analysis=json.dumps({"doc_types": ["calendar_event"], "event_after": day,
                                                "keywords": "dentist appointment"}))
     result = await stack.call("alice", "nc_semantic_search", {"query": "When is my next dentist appointment?",
                                                               "limit": 5}, sampling_callback=model)
     content = result.structured_content
     assert content["query_analysis"]["doc_types"] == ["calendar_event"]
     assert content["results"][0]["title"] == "Dentist appointment"
-    assert all(hit["event_start"] >= today() for hit in content["results"])
+    assert all(hit["event_start"] >= day for hit in content["results"])
     assert "query analysed" in content["search_method"]
 
 

@@ -521,10 +521,8 @@ def ics(*lines: str) -> str:
 
 def test_event_in_its_own_time_zone_with_recurrence() -> None:
     text = ics(
-        "DTSTART;TZID=Europe/Berlin:20261207T100000",
-        "DTEND;TZID=Europe/Berlin:20261207T113000",
-        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20270301T000000Z",
-        "SUMMARY:Team sync",
+        "DTSTART;TZID=Europe/Berlin:20261207T100000", "DTEND;TZID=Europe/Berlin:20261207T113000",
+        "RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20270301T000000Z", "SUMMARY:Team sync",
         "LOCATION:Room 4\\, 2nd floor",
         "ORGANIZER;CN=Bob Boss:mailto:bob@example.test",
         "ATTENDEE;CN=Carol:mailto:carol@example.test",
@@ -550,7 +548,7 @@ def test_event_in_its_own_time_zone_with_recurrence() -> None:
 
 def test_all_day_event_spanning_days() -> None:
     text = ics("DTSTART;VALUE=DATE:20261224", "DTEND;VALUE=DATE:20261227", "SUMMARY:Holidays")
-    doc = document_from_ics("alice", "p/h.ics", text, "e", "P", 0)
+    doc = document_from_ics("alice", "p/h.ics", text, "e", "P", 0, now=datetime(2026, 12, 9, tzinfo=UTC))
     assert isinstance(doc, SourceDocument)
     assert "When: Thu 24 Dec 2026 – Sat 26 Dec 2026 (all day)" in doc.text
     assert doc.event_start == int(datetime(2026, 12, 24, tzinfo=UTC).timestamp())
@@ -569,7 +567,7 @@ def test_all_day_event_spanning_days() -> None:
     ],
 )
 def test_unusable_icalendar_is_skipped(text: str, reason: str) -> None:
-    doc = document_from_ics("alice", "p/x.ics", text, '"e"', "P", 0)
+    doc = document_from_ics("alice", "p/x.ics", text, '"e"', "P", 0, now=datetime(2026, 12, 9, tzinfo=UTC))
     assert isinstance(doc, Skipped) and doc.reason.startswith(reason) and doc.version == "e"
 
 

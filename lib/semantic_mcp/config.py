@@ -10,14 +10,23 @@ Two kinds, kept apart on purpose:
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from .clock import Clock
 from .documents import DOC_TYPES, DocType
 
 READ_SCOPE = "semantic:read"
 WRITE_SCOPE = "semantic:write"
+
+
+class DeploymentError(ValueError):
+    """An environment variable the app cannot start with; the message names it and says why."""
 
 
 @dataclass(frozen=True)
@@ -25,31 +34,100 @@ class Deployment:
     storage: Path  # APP_PERSISTENT_STORAGE: queue, keyword index, embedding cache, embedded Chroma
     chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of embedded Chroma
     chroma_port: int = 8000
+    # NEXTCLOUD_PUBLIC_URL: base of links and the OAuth issuer when users reach Nextcloud by another URL
+    public_url: str | None = None
     log_level: str = "INFO"
     search_fusion: str = "calibrated"  # SEARCH_FUSION: calibrated (measured best) or rrf (reciprocal rank fusion)
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
     # RECHECK_TIMEOUT_SECONDS: how long a search waits for Nextcloud to re-check its hits (ADR 0010)
     recheck_timeout_seconds: float = 1.5
+    clock: Clock = field(default_factory=Clock)  # APP_CLOCK_SHIFT_SECONDS: tests only (see clock.py)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Deployment:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Deployment:
+        """Raises :class:`DeploymentError` naming the first variable that cannot be what it must be."""
         env = os.environ if environ is None else environ
-        storage = Path(env.get("APP_PERSISTENT_STORAGE") or "data")
+
+        def value(name: str) -> str:
+            raw = (env.get(name) or "").strip()
+            if raw == "Array":  # PHP's text for an array: AppAPI < 35 makes it of <default></default>
+                raise DeploymentError(
+                    f"{name}='Array' is what AppAPI before Nextcloud 35 deploys for an empty default in "
+                    f"info.xml, not a value: set {name} (or remove it) in the deploy options"
+                )
+            return raw
+
         return cls(
-            storage=storage,
-            chroma_host=env.get("CHROMA_HOST") or None,
-            chroma_port=int(env.get("CHROMA_PORT") or 8000),
-            log_level=(env.get("APP_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper(),
-            search_fusion=_choice("SEARCH_FUSION", env.get("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
-            nextcloud_ai_recheck_seconds=float(env.get("NEXTCLOUD_AI_RECHECK_SECONDS") or 300.0),
-            recheck_timeout_seconds=float(env.get("RECHECK_TIMEOUT_SECONDS") or 1.5),
+            storage=Path(value("APP_PERSISTENT_STORAGE") or "data"),
+            chroma_host=_host("CHROMA_HOST", value("CHROMA_HOST")),
+            chroma_port=_port("CHROMA_PORT", value("CHROMA_PORT") or "8000"),
+            public_url=_url("NEXTCLOUD_PUBLIC_URL", value("NEXTCLOUD_PUBLIC_URL")),
+            log_level=_choice("APP_LOG_LEVEL", value("APP_LOG_LEVEL") or value("LOG_LEVEL") or "INFO",
+                              LOG_LEVELS).upper(),
+            search_fusion=_choice("SEARCH_FUSION", value("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
+            nextcloud_ai_recheck_seconds=_seconds("NEXTCLOUD_AI_RECHECK_SECONDS",
+                                                  value("NEXTCLOUD_AI_RECHECK_SECONDS") or "300"),
+            recheck_timeout_seconds=_seconds("RECHECK_TIMEOUT_SECONDS", value("RECHECK_TIMEOUT_SECONDS") or "1.5"),
+            clock=Clock.from_env(env),
         )
+
+
+LOG_LEVELS = ("debug", "info", "warning", "warn", "error", "critical")  # as logging takes them
+# A DNS name (labels of letters, digits, "-" and "_", dot-separated) or an IPv4 address.
+_HOST_NAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?")
+
+
+def _is_host(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+        return True
+    except ValueError:
+        return _HOST_NAME.fullmatch(text) is not None
+
+
+def _host(name: str, value: str) -> str | None:
+    if not value:
+        return None
+    if not _is_host(value):
+        raise DeploymentError(f"{name}={value!r} is not a host name or IP address (give the host alone: "
+                              f"no scheme, port or path)")
+    return value
+
+
+def _port(name: str, value: str) -> int:
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise DeploymentError(f"{name}={value!r} is not a port number (1-65535)")
+    return int(value)
+
+
+def _url(name: str, value: str) -> str | None:
+    if not value:
+        return None
+    parts = urlsplit(value)
+    try:
+        valid = parts.port is None or parts.port > 0  # reading the port raises for one that is not a number
+        valid = valid and parts.scheme in ("http", "https") and _is_host(parts.hostname or "")
+    except ValueError:
+        valid = False
+    if not valid:
+        raise DeploymentError(f"{name}={value!r} is not an http(s) URL such as https://cloud.example.com")
+    return value.rstrip("/")
+
+
+def _seconds(name: str, value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise DeploymentError(f"{name}={value!r} is not a number of seconds")
+    return seconds
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value.lower() not in allowed:
-        raise ValueError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
+        raise DeploymentError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
     return value.lower()
 
 

@@ -50,6 +50,7 @@ class Engine:
         public_url: str | None = None,
     ) -> None:
         self.deployment = deployment
+        self.clock = deployment.clock
         self.nc = nc
         self.settings = settings
         self._list_users = list_users
@@ -67,11 +68,8 @@ class Engine:
         self._components_lock = threading.RLock()
         self._sources_key: tuple[Any, ...] | None = None
         self._sources: dict[str, Source] = {}
-        self.gates = {
-            "query_analysis": SamplingGate("query analysis"),
-            "rerank": SamplingGate("re-ranking"),
-            "answer": SamplingGate("answer"),
-        }
+        self.gates = {"query_analysis": SamplingGate("query analysis"), "rerank": SamplingGate("re-ranking"),
+                      "answer": SamplingGate("answer")}
         # Answers through Nextcloud's own AI when the client cannot sample.
         recheck = deployment.nextcloud_ai_recheck_seconds
         self.assistant = NextcloudAssistant(nc, no_provider_ttl=recheck, provider_ttl=recheck)
@@ -84,8 +82,7 @@ class Engine:
                 _LazyStore(self), self.keyword, _LazyEmbedder(self),
                 Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
             ),
-            self.verifier,
-            public_url or nc.base_url,
+            self.verifier, public_url or nc.base_url,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()
@@ -138,10 +135,8 @@ class Engine:
                settings.index_nextcloud_examples)
         if key != self._sources_key:
             options = SourceOptions(
-                max_file_size=settings.max_file_size_mb * 1024 * 1024,
-                excluded_paths=settings.excluded_paths,
-                excluded_tag=settings.excluded_tag,
-                index_examples=settings.index_nextcloud_examples,
+                max_file_size=settings.max_file_size_mb * 1024 * 1024, excluded_paths=settings.excluded_paths,
+                excluded_tag=settings.excluded_tag, index_examples=settings.index_nextcloud_examples, clock=self.clock,
             )
             self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
             if self._sources_key is not None:

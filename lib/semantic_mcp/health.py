@@ -91,6 +91,7 @@ class NextcloudHealth:
         self.in_flight = 0  # requests sent and not yet answered (see :meth:`drained`)
         self._free_checks = False
         self._next_credential_check = 0.0
+        self._until_enabled = False  # AppAPI disabled us: only its /enabled (or /init) lifts that
         # Failed answers since the last success. Kept across outages, so an outage that keeps coming
         # back (status.php up, everything else 5xx) is probed less and less often, not afresh each time.
         self._streak = 0
@@ -185,14 +186,27 @@ class NextcloudHealth:
     # --- what callers report -----------------------------------------------------------------------
 
     def confirmed_by_appapi(self) -> None:
-        """AppAPI signed a request to us with our secret: it knows the secret, so using it is safe."""
+        """AppAPI signed a request to us with our secret: it knows the secret, so using it is safe.
+        Not after AppAPI disabled us, though: it keeps the app enabled until our answer to
+        ``/enabled?enabled=0`` (which waits for :meth:`drained`), so a request it proxies meanwhile
+        (the self-check, a user's) says nothing, and an unregister forgets the app right after."""
+        if self._until_enabled:
+            return
         if self.credentials != "confirmed":
             log.info("AppAPI confirmed the app's secret")
         self._set_credentials("confirmed")
 
-    def app_disabled(self) -> None:
+    def enabled_by_appapi(self) -> None:
+        """``/enabled?enabled=1`` (or ``/init``): AppAPI enables us now."""
+        self._until_enabled = False
+        self.confirmed_by_appapi()
+
+    def app_disabled(self, *, until_enabled: bool = False) -> None:
         """AppAPI says the app is disabled (or not enabled yet, during /init): it would refuse
-        every request, so none is sent until ``/enabled`` (which confirms)."""
+        every request, so none is sent until ``/enabled`` (which confirms). ``until_enabled`` (its
+        ``/enabled?enabled=0``): nothing but AppAPI's next ``/enabled`` or ``/init`` lifts it, and no
+        free check runs meanwhile (see :meth:`confirmed_by_appapi`)."""
+        self._until_enabled = until_enabled
         self._set_credentials("disabled")
 
     def credentials_refused(self, detail: str) -> None:
@@ -285,7 +299,8 @@ class NextcloudHealth:
         """
         async with self._probe_lock:
             allowed = ("remembered", "refused", "unknown", "disabled") if retry else ("remembered",)
-            if self.credentials not in allowed or self._credential_probe is None or not self._credential_check_due():
+            if (self.credentials not in allowed or self._credential_probe is None or self._until_enabled
+                    or not self._credential_check_due()):
                 return
             self._next_credential_check = time.time() + self.credential_retry_seconds
             result = await self._credential_probe()
@@ -342,7 +357,7 @@ class NextcloudHealth:
                 delay = self._next_credential_check - time.time()  # the remembered check's back-off
                 if delay <= 0:
                     continue
-            elif self.credentials == "refused" or self._free_checks:
+            elif (self.credentials == "refused" or self._free_checks) and not self._until_enabled:
                 # A free check may run whenever; a signed one only as the slow retry after a refusal.
                 due = self._next_credential_check if self._free_checks else max(
                     self._next_credential_check, self.credentials_since + self.credential_retry_seconds)

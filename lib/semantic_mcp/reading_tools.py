@@ -9,7 +9,6 @@ query's time and type cues applied) without the sampling steps, which those clie
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -96,7 +95,7 @@ def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[
     ) -> ConnectorResults:
         retrieved = await engine.search.retrieve(
             principal(ctx).user, query, CONNECTOR_SEARCH_LIMIT, SearchFilters(),
-            intent=read_intent(query, datetime.now(UTC)),
+            intent=read_intent(query, engine.clock.now()),
         )
         hits = [engine.search.hit(c, query, principal(ctx).user) for c in retrieved.candidates]
         return ConnectorResults(results=[ConnectorHit(id=h.id, title=h.title, url=h.link) for h in hits])

@@ -61,12 +61,8 @@ def _timestamp(value: str | None, *, end_of_day: bool) -> int | None:
 
 
 def _explicit_filters(
-    doc_types: list[DocType] | None,
-    modified_after: str | None,
-    modified_before: str | None,
-    event_after: str | None,
-    event_before: str | None,
-    path_prefix: str | None,
+    doc_types: list[DocType] | None, modified_after: str | None, modified_before: str | None,
+    event_after: str | None, event_before: str | None, path_prefix: str | None,
 ) -> SearchFilters:
     return SearchFilters(
         doc_types=list(doc_types) if doc_types else None,
@@ -99,7 +95,7 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
         settings = engine.settings()
         if not settings.query_analysis:
             return Fallback("query analysis turned off by the administrator")
-        request = prompts.analysis_request(query, datetime.now(UTC))
+        request = prompts.analysis_request(query, engine.clock.now())
         return await ask(ctx, gates["query_analysis"], principal(ctx), request,
                          legacy_timeout=settings.legacy_sampling_timeout_seconds)
 
@@ -124,7 +120,7 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
         outcome = read_result(analysis)
         parsed = prompts.parse_analysis(outcome.text) if isinstance(outcome, Sampled) else None
         filters, keywords = explicit, None
-        intent = read_intent(query, datetime.now(UTC))
+        intent = read_intent(query, engine.clock.now())
         if parsed is not None:
             derived = {name: parsed.timestamp(name) for name in
                        ("modified_after", "modified_before", "event_after", "event_before")}

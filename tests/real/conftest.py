@@ -1,8 +1,8 @@
-"""The real-Nextcloud tier: fixtures for tests that run against an unmodified Nextcloud 32.0.1.
+"""The real-Nextcloud tier: fixtures for tests that run against an unmodified Nextcloud 34.0.1.
 
 One instance per test run (nc-kit, reset from its pristine copy), the app registered once, and
 both brought back to the state right after the first indexing pass before every test module.
-The tier runs whenever ``../shared/nextcloud-32-server/nc-kit`` is present (it is in CI).
+The tier runs whenever ``../shared/nextcloud-34-server/nc-kit`` is present (it is in CI).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.real)
             if not RealNextcloud.available():
-                item.add_marker(pytest.mark.skip(reason="../shared/nextcloud-32-server/nc-kit not found"))
+                item.add_marker(pytest.mark.skip(reason="../shared/nextcloud-34-server/nc-kit not found"))
 
 
 @pytest.hookimpl(hookwrapper=True)

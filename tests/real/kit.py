@@ -1,4 +1,4 @@
-"""A real Nextcloud 32.0.1 for the test suite, from ``../shared/nextcloud-32-server/nc-kit``.
+"""A real Nextcloud 34.0.1 for the test suite, from ``../shared/nextcloud-34-server/nc-kit``.
 
 Set up once per machine (PHP from Debian's packages on first use, ~1 min), then reset from a
 pristine copy at the start of every test run, so runs do not see each other's leftovers. The
@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-KIT = Path(os.environ.get("NC_KIT") or REPO.parent / "shared" / "nextcloud-32-server" / "nc-kit")
+KIT = Path(os.environ.get("NC_KIT") or REPO.parent / "shared" / "nextcloud-34-server" / "nc-kit")
 USERS = ("admin", "alice", "bob")
 
 
@@ -127,6 +128,13 @@ class RealNextcloud:
         if check and result.returncode != 0:
             raise RuntimeError(f"occ {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
         return result.stdout
+
+    def ocs(self, method: str, path: str, user: str = "admin") -> Any:
+        """An OCS call as ``user`` (app password); returns the answer's ``ocs.data``."""
+        response = httpx.request(method, self.url + path, params={"format": "json"}, timeout=30,
+                                 auth=(user, self.app_password(user)), headers={"OCS-APIRequest": "true"})
+        response.raise_for_status()
+        return response.json()["ocs"]["data"]
 
     def pending_webhook_jobs(self) -> int:
         out = self.occ("background-job:list", "--class", "OCA\\WebhookListeners\\BackgroundJobs\\WebhookCall",

@@ -130,8 +130,8 @@ class NextcloudUser:
 
     # --- Deck -------------------------------------------------------------------------------------
 
-    def create_card(self, board_title: str, title: str, description: str = "") -> tuple[int, int]:
-        """A new board with one stack holding one card; returns (board id, card id)."""
+    def create_card(self, board_title: str, title: str, description: str = "") -> str:
+        """A new board with one stack holding one card; returns the card's path under the Deck API."""
         board = self._ok(self.http.post(f"{DECK}/boards", json={"title": board_title, "color": "0087c5"},
                                         headers=OCS)).json()
         stack = self._ok(self.http.post(f"{DECK}/boards/{board['id']}/stacks", json={"title": "To do", "order": 1},
@@ -140,7 +140,15 @@ class NextcloudUser:
             f"{DECK}/boards/{board['id']}/stacks/{stack['id']}/cards",
             json={"title": title, "type": "plain", "order": 1, "description": description}, headers=OCS,
         )).json()
-        return board["id"], card["id"]
+        return f"{DECK}/boards/{board['id']}/stacks/{stack['id']}/cards/{card['id']}"
+
+    def update_card(self, card: str, title: str, description: str) -> None:
+        """Deck's API replaces the card: title, type and owner are required."""
+        self._ok(self.http.put(card, json={"title": title, "type": "plain", "owner": self.user,
+                                           "description": description}, headers=OCS))
+
+    def delete_card(self, card: str) -> None:
+        self._ok(self.http.delete(card, headers=OCS))
 
     # --- Sharing ---------------------------------------------------------------------------------
 

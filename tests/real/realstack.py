@@ -1,4 +1,4 @@
-"""The system under test on a real Nextcloud 32: the real ExApp process, registered the way AppAPI does it.
+"""The system under test on a real Nextcloud 34: the real ExApp process, registered the way AppAPI does it.
 
 ``occ app_api:app:register … --json-info`` with the routes of ``appinfo/info.xml`` and
 ``--wait-finish`` on nc-kit's ``manual_install`` daemon; users reach the app through the real
@@ -13,7 +13,8 @@ import json
 import shutil
 from pathlib import Path
 
-from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, app_version, free_port, routes_from_info_xml
+from fake_nextcloud.appinfo import deploy_env_from_info_xml, json_info
+from fake_nextcloud.exapp_process import APP_ID, ExAppProcess, free_port
 from harness import McpHarness
 from kit import RealNextcloud
 from nextcloud_api import NextcloudUser
@@ -26,7 +27,9 @@ class RealStack(McpHarness):
         self.nc = nc
         self.workdir = workdir
         self.port = free_port()
-        self.env = {"SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO", **(env or {})}
+        # The environment an app-store install deploys from info.xml, then the test's.
+        self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO",
+                    **(env or {})}
         self.exapp: ExAppProcess | None = None
         self._users: dict[str, NextcloudUser] = {}
         self.dirty = True  # False while Nextcloud and the storage are exactly as saved
@@ -61,10 +64,7 @@ class RealStack(McpHarness):
     # --- lifecycle --------------------------------------------------------------------------------
 
     def json_info(self) -> str:
-        return json.dumps({
-            "id": APP_ID, "name": "Semantic MCP", "daemon_config_name": "manual_install", "version": app_version(),
-            "secret": SECRET, "port": self.port, "routes": routes_from_info_xml(),
-        })
+        return json.dumps(json_info(SECRET, self.port))
 
     def register(self) -> None:
         self.nc.occ("app_api:app:register", APP_ID, "manual_install", "--json-info", self.json_info(), "--wait-finish")

@@ -1,4 +1,4 @@
-"""Nothing lost when Nextcloud or the app has a bad minute (issue 11), on a real Nextcloud 32.
+"""Nothing lost when Nextcloud or the app has a bad minute (issue 11), on a real Nextcloud 34.
 
 Maintenance mode on and off (what an upgrade does), ``kill -9`` of the app while it indexes, and
 a start before registration with a queue that has work. Each asserts nothing lost (every change

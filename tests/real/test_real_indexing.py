@@ -1,12 +1,13 @@
-"""Indexing on a real Nextcloud 32: changes made through Nextcloud's own APIs reach search.
+"""Indexing on a real Nextcloud 34: changes made through Nextcloud's own APIs reach search.
 
-Notes, files and calendar events arrive through real webhook_listeners deliveries; Deck cards,
-contacts and shares (for their recipient) have no events on Nextcloud 32 and arrive through
+Notes, files, calendar events and (Deck 1.18) Deck cards arrive through real webhook_listeners
+deliveries; contacts and shares (for their recipient) have no events and arrive through
 reconciliation, which the admin setting makes frequent here.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -81,11 +82,31 @@ def frequent_reconciliation(real: RealStack):
     real.set_admin_field("reconcile_interval_minutes", 15)
 
 
-async def test_deck_cards_and_contacts_arrive_by_reconciliation(real: RealStack, frequent_reconciliation) -> None:
+async def test_a_deck_card_created_edited_and_deleted_is_found_within_seconds_through_deck_events(
+    real: RealStack,
+) -> None:
+    """Deck 1.18.3 sends card events webhook_listeners accepts: no reconciliation (15 minutes apart
+    here) is needed, where on Deck 1.16 (Nextcloud 32) a card waited for the next one."""
+    hooks = real.nc.ocs("GET", "/ocs/v2.php/apps/webhook_listeners/api/v1/webhooks")  # as admin
+    assert {f"OCA\\Deck\\Event\\Card{n}Event" for n in ("Created", "Updated", "Deleted")} <= {
+        hook["event"] for hook in hooks if hook["appId"] == "semantic_mcp"}
+    alice, log_before = real.user("alice"), len(real.log())
+    card = alice.create_card("Garden", "Prune the wisteria", "Cut back the long shoots after flowering.")
+    await real.eventually(lambda: found(real, "alice", "wisteria pruning", "Prune the wisteria"), timeout=20)
+    edited = time.monotonic()
+    alice.update_card(card, "Prune the wisteria and the quince", "Cut back the quince's water shoots in winter.")
+    await real.eventually(lambda: found(real, "alice", "quince water shoots", "Prune the wisteria and the quince"),
+                          timeout=20)
+    print(f"Deck card edit found {time.monotonic() - edited:.1f} s after the edit")
+    alice.delete_card(card)
+    await real.eventually(lambda: gone(real, "alice", "quince water shoots", "Prune the wisteria and the quince"),
+                          timeout=20)
+    assert "Reconciliation deck_card" not in real.log()[log_before:]  # the events did it
+
+
+async def test_contacts_arrive_by_reconciliation(real: RealStack, frequent_reconciliation) -> None:
     alice = real.user("alice")
-    alice.create_card("Garden", "Prune the wisteria", "Cut back the long shoots after flowering.")
     alice.put_contact("Ingrid Halvorsen", email="ingrid@fjord.example", phone="+47 555 0101", note="Sailing coach")
-    await real.eventually(lambda: found(real, "alice", "wisteria pruning", "Prune the wisteria"), timeout=90)
     await real.eventually(lambda: found(real, "alice", "sailing coach phone number", "Ingrid Halvorsen"), timeout=90)
 
 

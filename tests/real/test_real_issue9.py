@@ -1,4 +1,4 @@
-"""Issue 9 on a real Nextcloud 32.0.1, for clients that cannot sample (the official client, no callback).
+"""Issue 9 on a real Nextcloud 34.0.1, for clients that cannot sample (the official client, no callback).
 
 Time-aware questions, reading a whole item as the caller, the connector search/fetch pair, the
 answer tool on a server without an AI provider (TaskProcessing answers ``{"types":[]}``), and

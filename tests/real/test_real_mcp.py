@@ -1,4 +1,4 @@
-"""MCP clients on a real Nextcloud 32, through the real AppAPI PHP proxy.
+"""MCP clients on a real Nextcloud 34, through the real AppAPI PHP proxy.
 
 The official Python client on both protocol generations (2026-07-28: ``auto``; 2025-11-25:
 ``legacy``), as alice and bob, and the MCP Inspector CLI (npm) as an independent client.

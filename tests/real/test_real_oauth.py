@@ -1,4 +1,4 @@
-"""OAuth on a real Nextcloud 32, through the real AppAPI proxy and Nextcloud's own login.
+"""OAuth on a real Nextcloud 34, through the real AppAPI proxy and Nextcloud's own login.
 
 The official SDK client knows only the MCP URL; its client metadata document is served over HTTPS
 from loopback (the app trusts the test CA and the admin allows loopback metadata hosts for this

@@ -1,4 +1,4 @@
-"""The admin settings page and user isolation on a real Nextcloud 32.
+"""The admin settings page and user isolation on a real Nextcloud 34.
 
 Settings are changed with the OCS call the admin page itself makes
 (``POST /ocs/v2.php/settings/api/declarative/value``); a real server stores an unticked checkbox
@@ -114,7 +114,7 @@ async def test_bob_cannot_open_alices_item_by_its_id(real: RealStack) -> None:
 
 
 def test_only_admins_see_and_save_the_admin_form_and_a_user_cannot_save_any_declarative_value(real: RealStack) -> None:
-    """Nextcloud 32.0.1 quirk the personal form is built around (``ex_app/settings_form.py``): a user
+    """Nextcloud 32.0.1 and 34.0.1 quirk the personal form is built around (``ex_app/settings_form.py``): a user
     who is not a (sub-)admin gets 403 saving any declarative value, a personal form's included."""
     assert [form["section_type"] for form in real.settings_forms("alice")] == ["personal"]
     assert {form["section_type"] for form in real.settings_forms("admin")} == {"admin", "personal"}

@@ -18,6 +18,7 @@ import secrets
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -133,8 +134,9 @@ class MetadataPolicy:
 
 class ClientRegistry:
     def __init__(self, store: OAuthStore, *, verify: ssl.SSLContext | None = None,
-                 fetch_seconds: float = FETCH_SECONDS) -> None:
+                 fetch_seconds: float = FETCH_SECONDS, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock  # the authorization server's: registrations and cached documents age by it
         self.fetch_seconds = fetch_seconds
         # The system trust store; OpenSSL honours SSL_CERT_FILE, which is how tests add their own CA.
         self._verify = verify or ssl.create_default_context()
@@ -185,8 +187,9 @@ class ClientRegistry:
         }
         client_id = "dcr-" + secrets.token_urlsafe(18)
         secret = new_secret() if method != "none" else None
-        self.store.add_client(client_id, metadata, secret)
-        answer: dict[str, Any] = {"client_id": client_id, "client_id_issued_at": int(time.time()), **metadata}
+        now = self.clock()
+        self.store.add_client(client_id, metadata, secret, now)
+        answer: dict[str, Any] = {"client_id": client_id, "client_id_issued_at": int(now), **metadata}
         if secret:
             answer |= {"client_secret": secret, "client_secret_expires_at": 0}
         return answer
@@ -214,14 +217,14 @@ class ClientRegistry:
         try:
             async with asyncio.timeout(self.fetch_seconds):
                 addresses = await self._addresses(host, parts.port or 443, policy)
-                cached = self.store.cached_document(url, time.time())
+                cached = self.store.cached_document(url, self.clock())
                 if cached is not None:
                     return cached
                 response_body, max_age = await self._get(url, host, addresses)
         except TimeoutError as exc:
             raise OAuthError("invalid_client", f"client metadata document at {url} took too long", status=401) from exc
         document = self._validate(url, response_body)
-        self.store.cache_document(url, document, time.time() + max_age)
+        self.store.cache_document(url, document, self.clock() + max_age)
         return document
 
     @staticmethod

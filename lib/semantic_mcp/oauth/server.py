@@ -88,10 +88,11 @@ class AuthorizationServer:
         self._purged_at = 0.0
 
     @classmethod
-    def open(cls, storage: Path, settings: Callable[[], AdminSettings], public_url: str, app_id: str) -> AuthorizationServer:
+    def open(cls, storage: Path, settings: Callable[[], AdminSettings], public_url: str, app_id: str,
+             clock: Callable[[], float]) -> AuthorizationServer:
         """The server on its SQLite file under the app's persistent storage."""
         store = OAuthStore(storage / "oauth.db")
-        return cls(store, ClientRegistry(store), settings, public_url, app_id)
+        return cls(store, ClientRegistry(store, clock=clock), settings, public_url, app_id, clock=clock)
 
     # --- discovery
 
@@ -197,7 +198,8 @@ class AuthorizationServer:
 
     def begin_consent(self, user: str, request: AuthorizationRequest) -> tuple[str, str]:
         """Remember the request for the consent form; returns (request id, anti-CSRF token)."""
-        return self.store.add_consent_request(user, asdict(request), self.clock() + CONSENT_SECONDS)
+        now = self.clock()
+        return self.store.add_consent_request(user, asdict(request), now, now + CONSENT_SECONDS)
 
     def decide(self, user: str, request_id: str, csrf: str, approve: bool) -> str:
         """The user's answer on the consent form; returns where to send the browser."""

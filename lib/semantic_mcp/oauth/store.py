@@ -13,7 +13,6 @@ import json
 import secrets
 import sqlite3
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,10 +119,10 @@ class OAuthStore:
 
     # --- clients
 
-    def add_client(self, client_id: str, metadata: dict[str, Any], secret: str | None) -> None:
+    def add_client(self, client_id: str, metadata: dict[str, Any], secret: str | None, now: float) -> None:
         self._run(
             "INSERT INTO clients (client_id, metadata, secret_hash, registered_at) VALUES (?, ?, ?, ?)",
-            (client_id, json.dumps(metadata), digest(secret) if secret else None, time.time()),
+            (client_id, json.dumps(metadata), digest(secret) if secret else None, now),
         )
 
     def client(self, client_id: str) -> tuple[dict[str, Any], str | None] | None:
@@ -142,10 +141,11 @@ class OAuthStore:
 
     # --- consent requests
 
-    def add_consent_request(self, user: str, request: dict[str, Any], expires_at: float) -> tuple[str, str]:
+    def add_consent_request(self, user: str, request: dict[str, Any], now: float,
+                            expires_at: float) -> tuple[str, str]:
         """Returns (request id, anti-CSRF token) for the consent form."""
         request_id, csrf = new_secret(), new_secret()
-        self._run("DELETE FROM consent_requests WHERE expires_at < ?", (time.time(),))
+        self._run("DELETE FROM consent_requests WHERE expires_at < ?", (now,))
         self._run(
             "INSERT INTO consent_requests (id, user, csrf_hash, request, expires_at) VALUES (?, ?, ?, ?, ?)",
             (request_id, user, digest(csrf), json.dumps(request), expires_at),

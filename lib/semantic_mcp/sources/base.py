@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..clock import Clock
 from ..documents import DocType, Skipped, SourceDocument, valid_source_id
 from ..nextcloud import NextcloudClient, NotFound, Transient
 
@@ -38,13 +39,15 @@ class Listing:
 
 @dataclass
 class SourceOptions:
-    """Admin settings a source needs (exclusions and limits); read at call time, so changes apply live."""
+    """Admin settings a source needs (exclusions and limits), read at call time so changes apply live;
+    and the app's clock."""
 
     max_file_size: int = 20 * 1024 * 1024
     excluded_paths: tuple[str, ...] = ()  # fnmatch patterns on the user-relative path
     excluded_tag: str = "no-ai"  # files carrying this system tag are not indexed
     notes_folder: str = "Notes"
     index_examples: bool = False  # Nextcloud's example files (the skeleton every account starts with)
+    clock: Clock = field(default_factory=Clock)
 
 
 def owner_extra(owner: str | None) -> dict[str, str]:

@@ -50,7 +50,7 @@ class CalendarSource(DavSyncSource):
     def parse(
         self, user: str, source_id: str, text: str, etag: str, collection_name: str, modified: int
     ) -> SourceDocument | Skipped:
-        return document_from_ics(user, source_id, text, etag, collection_name, modified)
+        return document_from_ics(user, source_id, text, etag, collection_name, modified, now=self.options.clock.now())
 
     def document_from_payload(
         self, source_id: str, payload: Mapping[str, Any], user: str | None = None
@@ -71,7 +71,8 @@ class CalendarSource(DavSyncSource):
             return None
         calendar_name = str(payload.get("calendar") or calendar_uri)
         modified = int(payload.get("modified") or 0)
-        document = document_from_ics(user, source_id, ics, str(payload.get("etag") or ""), calendar_name, modified)
+        document = document_from_ics(user, source_id, ics, str(payload.get("etag") or ""), calendar_name, modified,
+                                     now=self.options.clock.now())
         if isinstance(document, SourceDocument):
             document.extra.update(owner_extra(collection_owner(user, calendar_uri, None)))
         return document
@@ -95,7 +96,7 @@ def document_from_ics(
     calendar_name: str,
     modified: int,
     *,
-    now: datetime | None = None,
+    now: datetime,
 ) -> SourceDocument | Skipped:
     """Turn one calendar object into a document; broken iCalendar gives Skipped, never an exception.
 
@@ -109,7 +110,7 @@ def document_from_ics(
         event = _main_event(Calendar.from_ical(ics_text))
         if event is None:
             return Skipped("calendar_event", source_id, "no event in this calendar object", version=version)
-        return _event_document(event, user, source_id, version, calendar_name, modified, now or datetime.now(UTC))
+        return _event_document(event, user, source_id, version, calendar_name, modified, now)
     except (ValueError, TypeError) as exc:  # icalendar's errors are ValueErrors; odd values fail as either
         return Skipped("calendar_event", source_id, f"invalid iCalendar: {exc}"[:300], version=version)
 

@@ -16,7 +16,8 @@ in fetches (see :meth:`~semantic_mcp.sources.files.FilesSource._exclusion`).
 
 from __future__ import annotations
 
-# Path under the user's home -> size in bytes, from Nextcloud 32.0.1's core/skeleton.
+# Path under the user's home -> size in bytes, from Nextcloud 32.0.1's core/skeleton (34.0.1's is the same,
+# checked file by file on the nc-kit trees, which both lack the three files named in their READMEs).
 # Regenerate for another release: cd nextcloud/core/skeleton && find . -type f -printf '%P %s\n'
 NEXTCLOUD_32_SKELETON: dict[str, int] = {
     "/Documents/Example.md": 1095,

@@ -12,7 +12,6 @@ can say which ones were too large.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -186,7 +185,7 @@ class FilesSource(Source):
         return Listing(
             items={info.file_id: info.etag for info in listed},
             complete=since == 0,
-            cursor=str(min(newest, int(time.time()))),
+            cursor=str(min(newest, int(self.options.clock.time()))),
             locations={info.file_id: info.path for info in listed},
         )
 
