@@ -25,9 +25,13 @@ def share_id(real: RealStack) -> int:
     alice.create_note(*NOTE)
     # Nextcloud 32.0.1 puts a file shared from alice's Notes/ at the same path in bob's files when he
     # has that folder (file_target "/Notes/…"): straight among his notes, writable (OCS default 19).
+    # Where it lands at his root instead, he keeps it with his notes, as a Notes user would.
+    name = f"{NOTE[0]}.md"
     for _ in range(3):  # on nc-kit's SQLite a share made while busy may never reach bob (realstack.share)
-        share = alice.share(f"/Notes/{NOTE[0]}.md", "bob")
-        if bob.exists(f"Notes/{NOTE[0]}.md"):
+        share = alice.share(f"/Notes/{name}", "bob")
+        if not bob.exists(f"Notes/{name}") and bob.exists(name):
+            bob.move(name, f"Notes/{name}")
+        if bob.exists(f"Notes/{name}"):
             break
         alice.unshare(share)
     else:
