@@ -16,7 +16,7 @@ from pytest_httpx import HTTPXMock
 from scripted_model import ScriptedModel
 from stack import Stack
 from test_search_tools import answer
-from test_sources import NOTES, OWNER_ID, nc, recording, search_answer, serve_search  # noqa: F401 (nc: fixture)
+from test_sources import NOTES, nc, recording, search_answer, serve_search  # noqa: F401 (nc: fixture)
 
 from semantic_mcp.documents import SourceDocument
 from semantic_mcp.nextcloud import NextcloudClient
@@ -24,6 +24,8 @@ from semantic_mcp.search import prompts
 from semantic_mcp.sources.notes import NotesSource
 
 # --- a writable shared note is not the recipient's own ---------------------------------------------
+
+OWNER_ID = '<oc:owner-id xmlns:oc="http://owncloud.org/ns">{}</oc:owner-id>'
 
 
 async def test_a_writable_note_shared_with_bob_is_owned_by_alice(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
