@@ -355,7 +355,7 @@ class Engine:
         sources = {
             doc_type: {
                 "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
-                **{count: per_type.get(doc_type, {}).get(count, 0) for count in ("indexed", "pending", "failed", "skipped")},
+                **{n: per_type.get(doc_type, {}).get(n, 0) for n in ("indexed", "pending", "failed", "skipped")},
                 "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
             }
             for doc_type in DOC_TYPES

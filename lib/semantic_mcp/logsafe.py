@@ -19,7 +19,7 @@ _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]
 
 
 def printable(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """``text`` on one line, its unsafe characters as escapes (``\\n``, ``\\x1b``, ``\\u202e``), at most ``limit`` long."""
+    """``text`` on one line, unsafe characters escaped (``\\n``, ``\\x1b``, ``\\u202e``), at most ``limit`` long."""
     text = _UNSAFE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
     if len(text) > limit:
         text = f"{text[:limit]}… ({len(text) - limit} more characters)"
