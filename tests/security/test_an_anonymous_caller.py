@@ -112,9 +112,9 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     own = Stack(tmp_path_factory.mktemp("quota"), profile="minimal",
-                env={"MCP_SESSIONS_PER_USER": "3", "MCP_REQUESTS_PER_MINUTE": "300"}).start()
-    try:
-        yield own
+                env={"MCP_SESSIONS_PER_USER": "3", "MCP_REQUESTS_PER_MINUTE": "300"})
+    try:  # stopped even when the start fails half-way (its ExApp process is running by then)
+        yield own.start()
     finally:
         own.stop()
 
