@@ -9,7 +9,12 @@ OCC ?= sudo -u www-data php /var/www/nextcloud/occ
 NEXTCLOUD_URL ?= http://nextcloud.local
 APP_HOST ?= 127.0.0.1
 APP_PORT ?= 23000
-APP_SECRET ?= change-me-to-a-long-random-secret
+# No default secret (whoever knows it can act as any user): `make run` and `make register` generate one
+# once into .app-secret (git-ignored, mode 0600) and both use it; APP_SECRET=... overrides it.
+APP_SECRET_FILE := .app-secret
+ifneq ($(filter run register,$(MAKECMDGOALS)),)
+APP_SECRET ?= $(shell [ -s $(APP_SECRET_FILE) ] || (umask 077; $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))' > $(APP_SECRET_FILE)); cat $(APP_SECRET_FILE))
+endif
 APP_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' appinfo/info.xml | head -1)
 # The routes and the rest come from appinfo/info.xml, as an app-store install takes them.
 JSON_INFO = $(shell PYTHONPATH=. $(PY) -c 'import json, sys; from fake_nextcloud.appinfo import json_info; \
@@ -26,7 +31,7 @@ help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
 	@echo "make test        run the test suite"
 	@echo "make run         run the ExApp for a real Nextcloud (manual_install daemon)"
-	@echo "make register    register it with that Nextcloud (OCC=..., NEXTCLOUD_URL=..., APP_SECRET=...)"
+	@echo "make register    register it with that Nextcloud (OCC=..., NEXTCLOUD_URL=...; the secret is generated once)"
 	@echo "make unregister  unregister it"
 	@echo "make bench       run the benchmarks (slow: embeds the benchmark corpora once, then cached)"
 

@@ -21,9 +21,70 @@ from starlette.requests import HTTPConnection
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from semantic_mcp.config import DeploymentError
+
 log = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset({"/heartbeat"})
+
+# Whoever knows the secret can act as any user, so a secret anyone can read must never be used:
+# placeholders that shipped in this repository's Makefile or docs, and anything short.
+MIN_SECRET_LENGTH = 32
+KNOWN_PLACEHOLDERS = frozenset({
+    "change-me-to-a-long-random-secret", "<long-random-secret>", "<same>", "secret", "changeme", "change-me",
+})
+
+
+# Every path and method the app answers; anything else is 404 before any handler or middleware runs.
+# AppAPI calls the first four itself (the webhook is Nextcloud's), the rest arrive through AppAPI's
+# proxy, which forwards whatever matches a route of appinfo/info.xml: this list is the app's half of
+# that contract, so a route pattern wider than it reaches nothing.
+SERVED_ROUTES: dict[str, frozenset[str]] = {
+    "/heartbeat": frozenset({"GET"}),
+    "/init": frozenset({"POST"}),
+    "/enabled": frozenset({"PUT"}),
+    "/webhooks/nextcloud": frozenset({"POST"}),
+    "/mcp": frozenset({"GET", "POST", "DELETE"}),
+    "/.well-known/oauth-protected-resource": frozenset({"GET"}),
+    "/.well-known/oauth-protected-resource/mcp": frozenset({"GET"}),
+    "/.well-known/oauth-authorization-server": frozenset({"GET"}),
+    "/.well-known/openid-configuration": frozenset({"GET"}),
+    "/.well-known/appapi-self-check": frozenset({"GET"}),
+    "/oauth/authorize": frozenset({"GET"}),
+    "/oauth/consent": frozenset({"POST"}),
+    "/oauth/token": frozenset({"POST"}),
+    "/oauth/register": frozenset({"POST"}),
+    "/oauth/revoke": frozenset({"POST"}),
+    "/oauth/clients": frozenset({"GET", "POST"}),
+}
+
+
+class ServedRoutesOnly:
+    """ASGI middleware, outermost: 404 for every path and method not in :data:`SERVED_ROUTES`."""
+
+    def __init__(self, app: ASGIApp, routes: dict[str, frozenset[str]] = SERVED_ROUTES) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] not in self.routes.get(scope["path"], ()):
+            await PlainTextResponse("Not Found", status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class InsecureSecret(DeploymentError):
+    """APP_SECRET is a published placeholder or too short: the app refuses to start with it."""
+
+
+def check_secret(secret: str) -> None:
+    if secret.strip().lower() in KNOWN_PLACEHOLDERS or "change-me" in secret.lower():
+        raise InsecureSecret("APP_SECRET is a published placeholder: anyone could act as any user with it. "
+                             "Generate one (python3 -c 'import secrets; print(secrets.token_urlsafe(32))'), "
+                             "or let `make run` / `make register` generate it")
+    if len(secret) < MIN_SECRET_LENGTH or len(set(secret)) < 8:
+        raise InsecureSecret(f"APP_SECRET is too short or too simple: use at least {MIN_SECRET_LENGTH} random "
+                             "characters (python3 -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 @dataclass(frozen=True)
@@ -39,6 +100,7 @@ class AppIdentity:
         missing = [name for name in ("APP_ID", "APP_VERSION", "APP_SECRET", "NEXTCLOUD_URL") if not os.environ.get(name)]
         if missing:
             raise RuntimeError(f"AppAPI environment variables missing: {', '.join(missing)}")
+        check_secret(os.environ["APP_SECRET"])
         return cls(
             app_id=os.environ["APP_ID"],
             version=os.environ["APP_VERSION"],

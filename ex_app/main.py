@@ -29,13 +29,22 @@ from semantic_mcp.config import AdminSettings, Deployment, DeploymentError
 from semantic_mcp.sources import parser_process
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
+from semantic_mcp.logsafe import configure_logging
+from semantic_mcp.storage_modes import keep_private
 from semantic_mcp.health import NextcloudHealth
 from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.oauth import AuthorizationServer
 from semantic_mcp.tools import Principal, build_server
 
-from .appapi import AppAPIAuth, WholeResponsesForPHPProxy, behind_buffering_proxy, identity
+from .appapi import (
+    AppAPIAuth,
+    ServedRoutesOnly,
+    WholeResponsesForPHPProxy,
+    behind_buffering_proxy,
+    identity,
+)
 from .oauth_http import BearerGuard, OAuthHTTP
+from .quotas import SESSION_IDLE_SECONDS, McpQuota
 from .settings_form import ADMIN_FORM, personal_form
 from .upkeep import (
     SELF_CHECK_PATH,
@@ -85,7 +94,8 @@ SETTINGS = SettingsCache()
 def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
-    logging.basicConfig(level=deployment.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(deployment.log_level)
+    keep_private(deployment.storage)  # before anything in it is opened
     parser_process.configure(**deployment.parser_bounds)  # every document parser runs bounded (ADR 0510)
     # One view of Nextcloud's availability and of our credentials for every caller. The secret's
     # fingerprint is remembered once it worked, so a restart may use it again at once.
@@ -116,6 +126,7 @@ def create_app() -> FastAPI:
     mcp_http = mcp.streamable_http_app(
         streamable_http_path="/mcp",
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=SESSION_IDLE_SECONDS,
     )
 
     async def refresh_settings_forever() -> None:
@@ -144,9 +155,12 @@ def create_app() -> FastAPI:
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
         openapi_url=None, docs_url=None, redoc_url=None,
     )
+    app.add_middleware(McpQuota, sessions=int(os.environ.get("MCP_SESSIONS_PER_USER") or 20),
+                       per_minute=int(os.environ.get("MCP_REQUESTS_PER_MINUTE") or 600))  # once the user is known
     app.add_middleware(BearerGuard, server=oauth)
     app.add_middleware(WholeResponsesForPHPProxy)
-    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))  # added last, so it runs first
+    app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))
+    app.add_middleware(ServedRoutesOnly)  # added last, so it runs first
     app.state.engine = engine
 
     forms = [ADMIN_FORM, personal_form(oauth.issuer)]
@@ -254,7 +268,7 @@ async def _remove_webhooks(nc: AsyncNextcloudApp) -> None:
 def main() -> None:
     try:
         app = create_app()
-    except DeploymentError as exc:  # a deploy option the admin must fix: say which, without a traceback
+    except DeploymentError as exc:  # a deploy option the admin must fix (the secret too): say which, no traceback
         sys.exit(f"Semantic MCP cannot start: {exc}")
     run_app(app, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
 

@@ -223,3 +223,26 @@ async def test_unregistered_while_stopped_then_started_with_the_old_secret(stack
     fake.register_exapp(APP_ID, stack.exapp.url, secret, app_version(), routes_from_info_xml(), exapp_host=PUBLIC_HOST)
     await stack.all_indexed(ALICE, "/Forgot/", queued)
     await assert_clean(stack)
+
+
+async def test_a_restart_during_maintenance_does_not_flood_nextcloud(stack: Stack) -> None:
+    """Issue 21: restarted while every answer was 503, the app sent 20-40 self-checks a second
+    (each waiting loop and each caller checked its remembered secret again). Now one check, then
+    status.php alone on its back-off until Nextcloud answers."""
+    fake = stack.fake
+    stack.exapp.kill()
+    fake.set_maintenance(True)
+    try:
+        refused_before = fake.refused_in_maintenance()
+        stack.start_exapp()
+        fake.exapp(APP_ID).url = stack.exapp.url
+        await asyncio.sleep(8.0)
+        assert fake.refused_in_maintenance() - refused_before <= 3, fake.state.maintenance.refused
+    finally:
+        fake.set_maintenance(False)
+    await stack.eventually(lambda: _usable(stack), timeout=60)
+    no_failed_logins(stack)
+
+
+async def _usable(stack: Stack) -> bool:
+    return (await stack.status(ALICE))["nextcloud"]["paused"] is False

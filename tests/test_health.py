@@ -8,6 +8,7 @@ callers wait, Retry-After honoured except for maintenance answers, nothing sent 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -136,3 +137,73 @@ async def test_after_appapi_disables_the_app_only_its_next_enable_resumes() -> N
     health.app_disabled()  # /init of a new registration: free checks may notice the enable again
     await asyncio.wait_for(health.wait_usable(), 1)
     assert calls == ["self-check"]
+
+
+def answering_5xx(health: NextcloudHealth, *, status_php: str = "down") -> dict[str, int]:
+    """Probes that behave like the real ones while Nextcloud answers 5xx: the credential check (the
+    self-check through AppAPI's proxy) gets a 503 and reports it to the health, as upkeep.py does;
+    status.php says ``status_php``. Returns the count of requests each made."""
+    sent = {"credentials": 0, "status": 0}
+
+    async def credentials() -> str:
+        sent["credentials"] += 1
+        await asyncio.sleep(0.002)  # on the wire
+        health.unavailable("AppAPI self-check: HTTP 503")
+        return "unavailable"
+
+    async def status() -> tuple[str, float | None]:
+        sent["status"] += 1
+        await asyncio.sleep(0.002)
+        return status_php, None  # type: ignore[return-value]
+
+    health.set_probes(status, credentials)  # type: ignore[arg-type]
+    return sent
+
+
+async def busy_app(health: NextcloudHealth, seconds: float) -> None:
+    """What the app does after a start: background loops wait until usable, searches keep trying."""
+
+    async def search_every_10_ms() -> None:
+        while True:
+            with contextlib.suppress(Paused):
+                await health.admit()
+            await asyncio.sleep(0.01)
+
+    tasks = [asyncio.create_task(health.wait_usable()) for _ in range(6)]
+    tasks.append(asyncio.create_task(search_every_10_ms()))
+    await asyncio.sleep(seconds)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_restart_while_nextcloud_answers_5xx_sends_one_request_not_a_flood(tmp_path: Path) -> None:
+    """Issue 21: restarted with remembered credentials while every answer was 503, the app sent
+    20-40 self-checks a second: each waiter and each caller checked again, and each failed check
+    woke the others. Now one check, then status.php on its back-off (the first probe after 2 s)."""
+    NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret").confirmed_by_appapi()
+    health = NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret")
+    sent = answering_5xx(health)
+    await busy_app(health, 1.5)
+    assert sent == {"credentials": 1, "status": 0}
+
+
+async def test_a_first_start_while_nextcloud_answers_5xx_backs_off_too() -> None:
+    health = NextcloudHealth(credential_retry_seconds=60)
+    sent = answering_5xx(health)
+    health.set_credential_probe(health._credential_probe, free=True)  # type: ignore[arg-type]
+    await busy_app(health, 1.5)
+    assert sent == {"credentials": 1, "status": 0}
+
+
+async def test_an_outage_that_keeps_coming_back_is_probed_less_and_less_often(tmp_path: Path) -> None:
+    """status.php answers, the self-check keeps getting 503: the pauses grow to the longest probe
+    interval instead of starting again at the shortest after every "up" (scaled: 20 ms to 160 ms)."""
+    NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret").confirmed_by_appapi()
+    health = NextcloudHealth(memory=tmp_path / "ok", fingerprint="app:secret")
+    health.first_probe_interval, health.max_probe_interval = 0.02, 0.16
+    sent = answering_5xx(health, status_php="up")
+    await busy_app(health, 1.2)
+    # 20+40+80+160+160… ms between checks (plus one status.php each): about 9 checks in 1.2 s, not 60.
+    assert 4 <= sent["credentials"] <= 12, sent
+    assert sent["status"] <= sent["credentials"]

@@ -15,7 +15,8 @@ def test_breaker_opens_after_repeated_failures_per_user_and_closes_on_success() 
     gate.success("bob", latency_ms=50)
     assert gate.metrics.failures == 3 and gate.metrics.successes == 1
     assert gate.metrics.mean_latency_ms == 87.5
-    assert gate.metrics.as_dict()["last_failure"] == "timeout"
+    assert gate.status("alice")["last_failure"] == "timeout"
+    assert gate.status("bob")["last_failure"] is None  # alice's client's failure is hers alone
 
 
 def test_breaker_cools_down() -> None:

@@ -92,18 +92,16 @@ async def test_notes_full_listing(nc: NextcloudClient, httpx_mock: HTTPXMock) ->
 async def test_notes_pruned_listing_is_complete_with_stubs(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     httpx_mock.add_response(url=f"{NOTES}?exclude=content&pruneBefore=1795341600", **recording("notes_list_pruned"))
     listing = await NotesSource().list_changes(nc, "alice", "1795341600", full=False)
-    assert listing.items == {"22": None, "43": None}
-    assert listing.complete
+    assert listing.items == {"22": None, "43": None} and listing.complete
 
 
 async def test_notes_fetch(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     httpx_mock.add_response(url=f"{NOTES}/22", **recording("notes_get"))
-    serve_search(httpx_mock, search_answer("22"))  # the note's file: its path and system tags
+    serve_search(httpx_mock, search_answer("22"))  # the note's file: path, system tags, owner (oc:owner-id)
     doc = await NotesSource().fetch(nc, "alice", "22")
     assert isinstance(doc, SourceDocument)
-    assert (doc.title, doc.location, doc.link) == ("First note", "Test", "/apps/notes/note/22")
-    assert doc.version == "6634d54d60f46e92ff6c6b903d00a994"
-    assert doc.modified == 1795341261
+    assert (doc.title, doc.location, doc.modified) == ("First note", "Test", 1795341261)
+    assert (doc.link, doc.version) == ("/apps/notes/note/22", "6634d54d60f46e92ff6c6b903d00a994")
     assert doc.text == "Note: First note\nCategory: Test\n\n# First note\nedited"
 
 

@@ -25,7 +25,7 @@ class Hit:
 
 OWN = Hit("file:10", {"owner": "alice"})
 SHARED = Hit("file:20", {"owner": "bob"})
-UNKNOWN = Hit("note:30")  # indexed before owners were recorded, or a read-only note from a share
+UNKNOWN = Hit("note:30")  # indexed before owners were recorded (now every source asks Nextcloud)
 
 
 def client(handler) -> NextcloudClient:

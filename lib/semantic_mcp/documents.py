@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 DocType = Literal["note", "file", "deck_card", "calendar_event", "contact"]
 DOC_TYPES: tuple[DocType, ...] = ("note", "file", "deck_card", "calendar_event", "contact")
+
+_NUMBER = re.compile(r"[0-9]{1,19}")  # ASCII only: int() would also take "１２" or " 12"
+_DAV_NAME = r"[^/\\\x00-\x1f\x7f]{1,255}"
+_DAV_OBJECT = re.compile(f"({_DAV_NAME})/({_DAV_NAME})")
+
+
+def valid_source_id(doc_type: str, source_id: str) -> bool:
+    """Has ``source_id`` the exact shape of its type's ids (see :class:`DocRef`)? Every id from
+    outside (a tool argument, a webhook, the index) is checked before it becomes part of a URL, so
+    no id can lead a request anywhere else (``22/../../ocs/…``, ``personal/../../files/…``)."""
+    if doc_type in ("note", "file", "deck_card"):
+        return _NUMBER.fullmatch(source_id) is not None
+    if doc_type in ("calendar_event", "contact"):
+        match = _DAV_OBJECT.fullmatch(source_id)
+        return match is not None and not {match.group(1), match.group(2)} & {".", ".."}
+    return False
 
 
 @dataclass(frozen=True)

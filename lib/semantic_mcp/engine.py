@@ -77,7 +77,7 @@ class Engine:
         self.pipeline = Pipeline(
             self.state, self.sources, nc, _Current(self.store), self.keyword, self.embedder, self.is_user_enabled
         )
-        self.verifier = Verifier(nc, self.sources, self._schedule_removal)
+        self.verifier = Verifier(nc, self.sources, self._schedule_removal, timeout=deployment.recheck_timeout_seconds)
         self.search = SearchService(
             HybridRetriever(
                 _Current(self.store), self.keyword, _Current(self.embedder),
@@ -365,10 +365,7 @@ class Engine:
         sources = {
             doc_type: {
                 "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
-                "indexed": per_type.get(doc_type, {}).get("indexed", 0),
-                "pending": per_type.get(doc_type, {}).get("pending", 0),
-                "failed": per_type.get(doc_type, {}).get("failed", 0),
-                "skipped": per_type.get(doc_type, {}).get("skipped", 0),
+                **{n: per_type.get(doc_type, {}).get(n, 0) for n in ("indexed", "pending", "failed", "skipped")},
                 "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
             }
             for doc_type in DOC_TYPES
@@ -395,7 +392,7 @@ class Engine:
             "embedding_model": self._embedder.model_id if self._embedder else settings.embedding_backend,
             "vector_store": f"chroma server {self.deployment.chroma_host}" if self.deployment.chroma_host else "embedded chroma",
             "initial_indexing_progress": self.backfill_progress,
-            "sampling": {name: gate.metrics.as_dict() for name, gate in self.gates.items()},
+            "sampling": {name: gate.status(user) for name, gate in self.gates.items()},
             # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
             # callers' own; shared ones that could not be re-checked were withheld.
             "verification": dict(self.verifier.metrics),

@@ -62,6 +62,7 @@ class NextcloudHealth:
     """Shared by the HTTP client, the indexing worker, reconciliation, search verification and
     the shell's own calls (settings, users, webhooks)."""
 
+    first_probe_interval = 2.0
     max_probe_interval = 15.0  # so a change made right after a maintenance window is indexed within a minute
     max_retry_after = 600.0
 
@@ -91,6 +92,9 @@ class NextcloudHealth:
         self._free_checks = False
         self._next_credential_check = 0.0
         self._until_enabled = False  # AppAPI disabled us: only its /enabled (or /init) lifts that
+        # Failed answers since the last success. Kept across outages, so an outage that keeps coming
+        # back (status.php up, everything else 5xx) is probed less and less often, not afresh each time.
+        self._streak = 0
 
     # --- wiring ---------------------------------------------------------------------------------
 
@@ -126,6 +130,14 @@ class NextcloudHealth:
             return f"Nextcloud unavailable: {self.outage.reason}"
         return None
 
+    def public_pause_reason(self) -> str | None:
+        """:meth:`pause_reason` without the request that met the outage: that names a user and a
+        path (``GET /remote.php/dav/files/alice/… as 'alice': HTTP 503``), and every user sees this."""
+        reason = self.pause_reason()
+        if self.outage is not None and reason is not None:
+            return f"Nextcloud unavailable: {self.outage.reason.rpartition(': ')[2]}"
+        return reason
+
     def snapshot(self) -> dict[str, Any]:
         """For the status tool and logs."""
         return {
@@ -134,7 +146,7 @@ class NextcloudHealth:
             "maintenance": bool(self.outage and self.outage.maintenance),
             "credentials": self.credentials,
             "paused": not self.usable,
-            "pause_reason": self.pause_reason(),
+            "pause_reason": self.public_pause_reason(),
             "last_success": self.last_ok,
         }
 
@@ -144,6 +156,7 @@ class NextcloudHealth:
         was_usable = self.usable
         self.credentials, self.credentials_since = value, time.time()
         if value == "confirmed":
+            self._streak = 0
             self._remember(True)
         elif value in ("refused", "disabled"):
             self._remember(False)
@@ -204,32 +217,40 @@ class NextcloudHealth:
 
     def succeeded(self) -> None:
         self.last_ok = time.time()
+        self._streak = 0
 
     def unavailable(self, reason: str, *, retry_after: float | None = None, maintenance: bool = False) -> None:
         """Nextcloud answered 503/429/5xx or not at all: pause everyone until a probe says it is back."""
         now = time.time()
         was_usable = self.usable
-        if self.outage is None:
-            self.outage = _Outage(since=now, reason=reason, maintenance=maintenance)
-            log.warning("Nextcloud unavailable (%s): pausing all work and probing status.php", reason)
-        else:
+        if self.outage is not None:  # already paused: nobody needs waking (waking them made them ask again)
             self.outage.reason, self.outage.maintenance = reason, maintenance or self.outage.maintenance
+            self._schedule_probe(retry_after)
+            return
+        self._streak += 1
+        self.outage = _Outage(since=now, reason=reason, maintenance=maintenance, failures=self._streak)
+        log.warning("Nextcloud unavailable (%s): pausing all work and probing status.php", reason)
         self._schedule_probe(retry_after)
         self._after_change(was_usable)
 
     def _schedule_probe(self, retry_after: float | None) -> None:
         assert self.outage is not None
-        interval = min(2.0 ** self.outage.failures, self.max_probe_interval)
+        interval = self._backoff(self.outage.failures)
         if retry_after is not None and not self.outage.maintenance:
             # Maintenance answers carry a fixed Retry-After (120 s); status.php says when it really ends.
             interval = max(interval, min(retry_after, self.max_retry_after))
         self.outage.next_probe = max(self.outage.next_probe, time.time() + interval)
+
+    def _backoff(self, failures: int) -> float:
+        """2, 4, 8, 15, 15 … s after 1, 2, 3, 4, 5 … failed answers in a row."""
+        return min(self.first_probe_interval * 2.0 ** max(failures - 1, 0), self.max_probe_interval)
 
     def _recovered(self) -> None:
         if self.outage is None:
             return
         was_usable = self.usable
         log.info("Nextcloud answers again after %.0f s unavailable", time.time() - self.outage.since)
+        self._streak = self.outage.failures  # status.php answers; whether the rest does is not known yet
         self.outage = None
         self._after_change(was_usable)
 
@@ -239,14 +260,15 @@ class NextcloudHealth:
         """Return if a request may be sent now, else raise :class:`Paused` at once (never sleeps long).
 
         With remembered credentials the first caller checks them with one request; others wait
-        for that answer, so a secret AppAPI forgot costs one failed login, not a burst.
+        for that answer, so a secret AppAPI forgot costs one failed login, not a burst. No check is
+        made during an outage or before the last one's back-off ends (see :meth:`_check_credentials`).
         """
         if self.credentials == "remembered":
             await self._check_credentials()
-        if self.credentials != "confirmed":
-            raise Paused(self.pause_reason() or "", credentials=True)
         if self.outage is not None:
             raise Paused(self.pause_reason() or "", credentials=False)
+        if self.credentials != "confirmed":
+            raise Paused(self.pause_reason() or "", credentials=True)
 
     @contextlib.contextmanager
     def sending(self) -> Iterator[None]:
@@ -265,15 +287,28 @@ class NextcloudHealth:
         while self.in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
 
+    def _credential_check_due(self) -> bool:
+        return self.outage is None and time.time() >= self._next_credential_check
+
     async def _check_credentials(self, *, retry: bool = False) -> None:
-        """One credential check; callers that queued behind it use its answer."""
+        """One credential check; callers that queued behind it use its answer.
+
+        Never during an outage (the status prober alone asks then), and after a check that got no
+        usable answer only once its back-off (2, 4, 8, 15 s, …) has passed: every caller and
+        waiter comes here, and a check each made a flood of requests while Nextcloud answered 5xx.
+        """
         async with self._probe_lock:
             allowed = ("remembered", "refused", "unknown", "disabled") if retry else ("remembered",)
-            if self.credentials not in allowed or self._credential_probe is None or self._until_enabled:
+            if (self.credentials not in allowed or self._credential_probe is None or self._until_enabled
+                    or not self._credential_check_due()):
                 return
             self._next_credential_check = time.time() + self.credential_retry_seconds
             result = await self._credential_probe()
-            if result == "ok":
+            if result == "unavailable":
+                if self.outage is None:  # no pause to back off with (e.g. a 404 page): count it here
+                    self._streak += 1
+                self._next_credential_check = time.time() + self._backoff(self._streak)
+            elif result == "ok":
                 self._set_credentials("confirmed")
             elif result == "disabled":
                 if self.credentials != "disabled":
@@ -318,10 +353,14 @@ class NextcloudHealth:
                 if delay <= 0:
                     await self._probe_status()
                     continue
+            elif self.credentials == "remembered" and self._credential_probe is not None:
+                delay = self._next_credential_check - time.time()  # the remembered check's back-off
+                if delay <= 0:
+                    continue
             elif (self.credentials == "refused" or self._free_checks) and not self._until_enabled:
                 # A free check may run whenever; a signed one only as the slow retry after a refusal.
-                due = self._next_credential_check if self._free_checks else (
-                    self.credentials_since + self.credential_retry_seconds)
+                due = self._next_credential_check if self._free_checks else max(
+                    self._next_credential_check, self.credentials_since + self.credential_retry_seconds)
                 delay = due - time.time()
                 if delay <= 0:
                     self.credentials_since = time.time()

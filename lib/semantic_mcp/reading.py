@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, Field
 
-from .documents import DocType, Skipped, SourceDocument
+from .documents import DocType, Skipped, SourceDocument, valid_source_id
 from .nextcloud import NotFound, Transient
 from .search.service import iso
 from .sources.base import screen
@@ -47,7 +47,7 @@ class DocumentPage(BaseModel):
 
 def parse_doc_id(doc_id: str) -> tuple[DocType, str]:
     doc_type, _, source_id = doc_id.strip().partition(":")
-    if doc_type not in get_args(DocType) or not source_id:
+    if doc_type not in get_args(DocType) or not valid_source_id(doc_type, source_id):
         raise DocumentUnavailable(
             f"{doc_id!r} is not an item id: use the id of a search result, '<doc_type>:<source id>'"
         )

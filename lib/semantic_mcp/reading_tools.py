@@ -97,7 +97,7 @@ def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[
             principal(ctx).user, query, CONNECTOR_SEARCH_LIMIT, SearchFilters(),
             intent=read_intent(query, engine.clock.now()),
         )
-        hits = [engine.search.hit(c, query) for c in retrieved.candidates]
+        hits = [engine.search.hit(c, query, principal(ctx).user) for c in retrieved.candidates]
         return ConnectorResults(results=[ConnectorHit(id=h.id, title=h.title, url=h.link) for h in hits])
 
     @mcp.tool(

@@ -24,7 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from .documents import DocType
 from .filters import SearchFilters
@@ -33,7 +33,7 @@ from .search import prompts
 from .search.assistant import AssistantAnswer
 from .search.intent import read_intent
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
-from .search.service import Retrieved, SearchHit, merge_filters
+from .search.service import AnswerResult, AnswerSource, Retrieved, SearchResult, merge_filters, shared_by
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -41,32 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEARCH_TOOLS = ("nc_semantic_search", "nc_semantic_search_answer")
-
-
-# --- structured results -----------------------------------------------------------------------
-
-
-class SearchResult(BaseModel):
-    results: list[SearchHit]
-    total_found: int = Field(description="How many indexed items matched before the limit was applied")
-    search_method: str
-    query_analysis: dict[str, Any] | None = Field(None, description="Filters the client's model derived, if used")
-    reranked: bool = False
-    notes: list[str] = Field(default_factory=list, description="Fallbacks and other things worth knowing")
-
-
-class AnswerSource(SearchHit):
-    number: int = Field(description="The number the answer cites, as [number]")
-
-
-class AnswerResult(BaseModel):
-    generated_answer: str
-    sources: list[AnswerSource]
-    total_found: int
-    search_method: str
-    model_used: str | None = None
-    stop_reason: str | None = None
-    notes: list[str] = Field(default_factory=list)
 
 
 # --- argument helpers ---------------------------------------------------------------------------
@@ -135,6 +109,7 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
         event_after: str | None,
         event_before: str | None,
         path_prefix: str | None,
+        only_mine: bool,
         use_reranking: bool,
         ctx: Context,
         analysis: Annotated[Any, Resolve(analyze_query)],
@@ -157,7 +132,7 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
         # otherwise every extra candidate is retrieval and a verification request for nothing.
         may_rerank = use_reranking and engine.settings().reranking and not unavailable(ctx, gates["rerank"], caller)
         depth = limit * 2 if may_rerank else limit
-        key = engine.search.snapshots.key(user, query, limit, depth, score_threshold, filters, keywords)
+        key = engine.search.snapshots.key(user, query, limit, depth, score_threshold, filters, keywords, only_mine)
         # A retry round of an input-required call must see the documents its first round saw, so that
         # its sampling request renders the same. Still re-checked: a pinned document the user lost
         # since means a fresh retrieval (and the client is asked again about the new documents).
@@ -166,7 +141,7 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
                 return pinned
         retrieved = await engine.search.retrieve(
             user, query, limit, filters, score_threshold=score_threshold, keyword_query=keywords, depth=depth,
-            intent=intent,
+            intent=intent, only_mine=only_mine,
         )
         retrieved.analysis = parsed.model_dump(mode="json", exclude_none=True) if parsed else None
         engine.search.snapshots.put(key, retrieved)
@@ -200,7 +175,7 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
             return Fallback("no documents")
         settings = engine.settings()
         return await ask(ctx, gates["answer"], principal(ctx),
-                         prompts.answer_request(query, _document_blocks(docs), max_answer_tokens),
+                         prompts.answer_request(query, _document_blocks(docs, principal(ctx).user), max_answer_tokens),
                          legacy_timeout=settings.legacy_sampling_timeout_seconds)
 
     return _Steps(Resolve(analyze_query), Resolve(retrieve_docs), Resolve(rerank_docs), Resolve(write_answer))
@@ -208,6 +183,10 @@ def _search_steps(engine: "Engine", principal: Callable[[Context], Principal]) -
 
 # --- the tools --------------------------------------------------------------------------------
 
+
+OnlyMine = Annotated[bool, Field(description=(
+    "Only items you own: leave out everything others shared with you (their text could have been written to "
+    "steer the answer)"))]
 
 ScoreThreshold = Annotated[float | None, Field(ge=0.0, le=1.0, description=(
     "Minimum score (the estimated probability that a result answers the query). Default: the app's "
@@ -224,7 +203,8 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         description=(
             "Find the user's notes, files, Deck cards, calendar events and contacts that match a query by meaning "
             "and by exact words. Returns ranked results with an excerpt, dates and a link that opens each item. "
-            "Filters: doc_types, modified_after/before and event_after/before (ISO dates), path_prefix (folder). "
+            "Filters: doc_types, modified_after/before and event_after/before (ISO dates), path_prefix (folder), "
+            "only_mine (leave out what others shared with you). A result someone shared names them in shared_by. "
             "Read a result whole with nc_get_document and its id."
         ),
         annotations=read_only,
@@ -243,12 +223,13 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         event_after: str | None = None,
         event_before: str | None = None,
         path_prefix: str | None = None,
+        only_mine: OnlyMine = False,
         use_query_analysis: bool = True,
         use_reranking: bool = True,
     ) -> SearchResult:
         done = _finish(engine, principal(ctx).user, retrieved, ranking, analysis, limit)
         return SearchResult(
-            results=[engine.search.hit(c, query) for c in done.docs],
+            results=[engine.search.hit(c, query, done.user) for c in done.docs],
             total_found=retrieved.total_found,
             search_method=done.method,
             query_analysis=retrieved.analysis,
@@ -262,7 +243,8 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         description=(
             "Answer a question from the user's own Nextcloud content. Retrieves the most relevant items and has "
             "the client's model write an answer that cites them as [1], [2]. When the client cannot sample, the "
-            "answer comes from Nextcloud's own AI if the admin has set one up, else the sources with a note."
+            "answer comes from Nextcloud's own AI if the admin has set one up, else the sources with a note. "
+            "only_mine answers from the user's own items alone; sources others shared name them in shared_by."
         ),
         annotations=read_only,
     )
@@ -282,12 +264,13 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         event_after: str | None = None,
         event_before: str | None = None,
         path_prefix: str | None = None,
+        only_mine: OnlyMine = False,
         use_query_analysis: bool = True,
         use_reranking: bool = True,
     ) -> AnswerResult:
         done = _finish(engine, principal(ctx).user, retrieved, ranking, analysis, limit)
         user, docs, method, notes = done.user, done.docs, done.method, done.notes
-        sources = [AnswerSource(number=i + 1, **engine.search.hit(c, query).model_dump()) for i, c in enumerate(docs)]
+        sources = [AnswerSource(number=i + 1, **engine.search.hit(c, query, user).model_dump()) for i, c in enumerate(docs)]
         if not docs:
             return AnswerResult(
                 generated_answer="No matching documents were found in your Nextcloud, so there is nothing to answer from.",
@@ -305,7 +288,7 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         if not isinstance(answer, Sampled):  # it came through an input-required round
             engine.gates["answer"].success(user)
         return AnswerResult(
-            generated_answer=outcome.text, sources=sources, total_found=retrieved.total_found,
+            generated_answer=prompts.safe_answer(outcome.text, engine.search.nextcloud_url), sources=sources, total_found=retrieved.total_found,
             search_method=method, model_used=outcome.model, stop_reason=outcome.stop_reason, notes=notes,
         )
 
@@ -331,10 +314,11 @@ def _ambiguous(candidates: list[Any], limit: int) -> bool:
     return best is not None and edge is not None and best - edge < AMBIGUOUS_SIMILARITY_GAP
 
 
-def _document_blocks(docs: list[Any]) -> list[str]:
+def _document_blocks(docs: list[Any], user: str) -> list[str]:
     """The retrieved documents as the answer prompt shows them, numbered as the answer cites them."""
     return [
-        prompts.document_block(i + 1, str(c.metadata.get("doc_type")), str(c.metadata.get("title", "")), c.metadata, c.text)
+        prompts.document_block(i + 1, str(c.metadata.get("doc_type")), str(c.metadata.get("title", "")), c.metadata,
+                               c.text, shared_by=shared_by(c.metadata, user))
         for i, c in enumerate(docs)
     ]
 
@@ -346,12 +330,13 @@ async def _answer_without_sampling(
     as ``user``; without one, list the sources."""
     settings = engine.settings()
     if settings.nextcloud_ai_answers:
-        got = await engine.assistant.answer(user, prompts.answer_prompt(query, _document_blocks(docs)),
+        got = await engine.assistant.answer(user, prompts.answer_prompt(query, _document_blocks(docs, user)),
                                             timeout=settings.nextcloud_ai_timeout_seconds)
         if isinstance(got, AssistantAnswer):
             result.notes.append(f"Answer written by Nextcloud's own AI (task {got.task_id}): the client's model "
                                 f"could not be asked ({reason})")
-            return result.model_copy(update={"generated_answer": got.text, "model_used": got.provider})
+            answer = prompts.safe_answer(got.text, engine.search.nextcloud_url)
+            return result.model_copy(update={"generated_answer": answer, "model_used": got.provider})
         reason = f"{reason}; {got.reason}"
     listing = "\n".join(f"[{s.number}] {s.title} — {s.link}" for s in result.sources)
     return result.model_copy(

@@ -61,7 +61,6 @@ class GateMetrics:
     failures: int = 0
     fallbacks: int = 0
     total_latency_ms: float = 0.0
-    last_failure: str | None = None
 
     @property
     def mean_latency_ms(self) -> float | None:
@@ -70,6 +69,9 @@ class GateMetrics:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "mean_latency_ms": self.mean_latency_ms}
+
+
+MAX_REMEMBERED_FAILURES = 10_000  # users whose last failure is kept (a bound for a long-running process)
 
 
 @dataclass
@@ -87,6 +89,12 @@ class SamplingGate:
     cooldown_seconds: float = 300.0
     metrics: GateMetrics = field(default_factory=GateMetrics)
     _breakers: dict[str, _Breaker] = field(default_factory=lambda: defaultdict(_Breaker))
+    # Per user: a failure reason can name the user's client and what it said, so only its user sees it.
+    _last_failures: dict[str, str] = field(default_factory=dict)
+
+    def status(self, user: str) -> dict[str, Any]:
+        """Server-wide counts (no one's identity) and ``user``'s own last failure."""
+        return {**self.metrics.as_dict(), "last_failure": self._last_failures.get(user)}
 
     def blocked(self, user: str) -> str | None:
         breaker = self._breakers[user]
@@ -102,7 +110,9 @@ class SamplingGate:
     def failure(self, user: str, reason: str, latency_ms: float | None = None) -> Fallback:
         self.metrics.failures += 1
         self.metrics.total_latency_ms += latency_ms or 0.0
-        self.metrics.last_failure = reason
+        if len(self._last_failures) >= MAX_REMEMBERED_FAILURES and user not in self._last_failures:
+            self._last_failures.pop(next(iter(self._last_failures)))
+        self._last_failures[user] = reason
         breaker = self._breakers[user]
         breaker.consecutive_failures += 1
         if breaker.consecutive_failures >= self.failure_threshold:

@@ -45,6 +45,35 @@ class SearchHit(BaseModel):
     event_start: str | None = Field(None, description="Event start or due date, ISO 8601 UTC")
     event_end: str | None = None
     id: str = Field(description="Stable id of the item: '<doc_type>:<source id>'")
+    shared_by: str | None = Field(None, description=(
+        "Who owns the item when it is not the caller: the owner's Nextcloud user id (someone shared it with "
+        "you; its text was written by them), or 'unknown'. Absent for your own items"))
+
+
+# The two search tools' structured results (lib/semantic_mcp/search_tools.py).
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    total_found: int = Field(description="How many indexed items matched before the limit was applied")
+    search_method: str
+    query_analysis: dict[str, Any] | None = Field(None, description="Filters the client's model derived, if used")
+    reranked: bool = False
+    notes: list[str] = Field(default_factory=list, description="Fallbacks and other things worth knowing")
+
+
+class AnswerSource(SearchHit):
+    number: int = Field(description="The number the answer cites, as [number]")
+
+
+class AnswerResult(BaseModel):
+    generated_answer: str
+    sources: list[AnswerSource]
+    total_found: int
+    search_method: str
+    model_used: str | None = None
+    stop_reason: str | None = None
+    notes: list[str] = Field(default_factory=list)
 
 
 def iso(ts: Any) -> str | None:
@@ -145,12 +174,18 @@ class SearchService:
         keyword_query: str | None = None,
         depth: int | None = None,
         intent: QueryIntent | None = None,
+        only_mine: bool = False,
     ) -> Retrieved:
         """Hybrid retrieval, threshold, verification as ``user``, then the query's time and type cues
-        (``intent``) re-order what is left; returns up to ``depth`` candidates."""
+        (``intent``) re-order what is left; returns up to ``depth`` candidates. ``only_mine`` keeps
+        the items ``user`` owns (Nextcloud's word, recorded at indexing): nothing someone shared."""
         depth = depth or limit
-        # A few more than asked for, so that the hits verification drops can be replaced.
-        candidates = await self.retriever.search(user, query, depth + VERIFY_SLACK, filters, keyword_query=keyword_query)
+        # A few more than asked for, so that the hits verification drops can be replaced (and, for
+        # only_mine, those others own).
+        wanted = (depth * 3 if only_mine else depth) + VERIFY_SLACK
+        candidates = await self.retriever.search(user, query, wanted, filters, keyword_query=keyword_query)
+        if only_mine:
+            candidates = [c for c in candidates if shared_by(c.metadata, user) is None]
         # Scores are calibrated probabilities that the item answers the query, so one cut-off holds
         # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
         calibration = self.retriever.calibration()
@@ -195,9 +230,10 @@ class SearchService:
         """A document's link (stored relative to Nextcloud's root) as the user's browser opens it."""
         return f"{self.nextcloud_url}{link}" if link.startswith("/") else link
 
-    def hit(self, candidate: Any, query: str) -> SearchHit:
+    def hit(self, candidate: Any, query: str, user: str) -> SearchHit:
         meta = candidate.metadata
         return SearchHit(
+            shared_by=shared_by(meta, user),
             doc_type=str(meta.get("doc_type", "")),
             title=str(meta.get("title", "")),
             excerpt=excerpt(candidate.text, query),
@@ -211,6 +247,12 @@ class SearchService:
             event_end=iso(meta.get("event_end")),
             id=candidate.doc_key,
         )
+
+
+def shared_by(metadata: Any, user: str) -> str | None:
+    """The owner of an item when it is not ``user`` ("unknown" when the index does not know it)."""
+    owner = metadata.get("owner") if isinstance(metadata, dict) else None
+    return None if owner == user else (str(owner) if owner else "unknown")
 
 
 def merge_filters(explicit: SearchFilters, derived: dict[str, Any]) -> SearchFilters:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from ..clock import Clock
-from ..documents import DocType, Skipped, SourceDocument
+from ..documents import DocType, Skipped, SourceDocument, valid_source_id
 from ..nextcloud import NextcloudClient, NotFound, Transient
 from .extract import MAX_CHARS as MAX_TEXT_CHARS
 
@@ -95,6 +95,14 @@ def owner_extra(owner: str | None) -> dict[str, str]:
     caller, or of unknown owner, is withheld (see :mod:`semantic_mcp.search.verify`).
     """
     return {"owner": owner} if owner else {}
+
+
+def checked_id(doc_type: DocType, source_id: str) -> str:
+    """``source_id`` if it has its type's exact shape, else :class:`NotFound` (no such item can
+    exist): called wherever an id becomes part of a URL (see :func:`~semantic_mcp.documents.valid_source_id`)."""
+    if not valid_source_id(doc_type, source_id):
+        raise NotFound(f"{doc_type} id {source_id[:80]!r} is not of the shape its ids have", 404)
+    return source_id
 
 
 def compose_text(heading: str, fields: Iterable[tuple[str, str | None]], body: str = "") -> str:

@@ -19,7 +19,7 @@ from typing import ClassVar
 from urllib.parse import quote, unquote
 from xml.sax.saxutils import escape
 
-from ..documents import SourceDocument, Skipped
+from ..documents import SourceDocument, Skipped, valid_source_id
 from ..nextcloud import (
     DavEntry,
     NextcloudClient,
@@ -31,7 +31,7 @@ from ..nextcloud import (
     prop_xml,
     strip_etag,
 )
-from .base import Listing, Source, SourceOptions, exclusion, is_readable, owner_extra
+from .base import Listing, Source, SourceOptions, checked_id, exclusion, is_readable, owner_extra
 from .parser_process import ParserFailed, run_parser
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ class DavSyncSource(Source):
         by_collection: dict[str, list[str]] = {}
         for source_id in dict.fromkeys(source_ids):
             collection, _, name = source_id.partition("/")
-            if collection and name:
+            if valid_source_id(self.doc_type, source_id):
                 by_collection.setdefault(collection, []).append(source_id)
             else:  # no object has such an id; its neighbours are still checked
                 verdicts[source_id] = False
@@ -260,7 +260,7 @@ class DavSyncSource(Source):
 
     def _object_path(self, user: str, source_id: str) -> str:
         """The DAV path of an object: ``/remote.php/dav/calendars/alice/personal/event.ics``."""
-        collection, _, name = source_id.partition("/")
+        collection, _, name = checked_id(self.doc_type, source_id).partition("/")
         return f"{self._home(user)}{quote(collection)}/{quote(name)}"
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..documents import SourceDocument, Skipped
+from ..documents import SourceDocument, Skipped, valid_source_id
 from ..nextcloud import NextcloudClient, NotFound, Transient
-from .base import Listing, Source, SourceOptions, compose_text, owner_extra
+from .base import Listing, Source, SourceOptions, checked_id, compose_text, owner_extra
 
 DECK_API = "/index.php/apps/deck/api/v1.0"
 _HEADERS = {"OCS-APIRequest": "true", "Accept": "application/json"}  # never If-Modified-Since: see module doc
@@ -68,7 +68,7 @@ class DeckSource(Source):
         return Listing(items=items, complete=True)
 
     async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
-        placed = await self._find(nc, user, int(source_id))
+        placed = await self._find(nc, user, int(checked_id("deck_card", source_id)))
         board, stack, card = placed.board, placed.stack, placed.card
         due = _parse_time(card.get("duedate"))
         labels = ", ".join(label["title"] for label in card.get("labels") or [] if label.get("title"))
@@ -106,7 +106,7 @@ class DeckSource(Source):
         Deck checks access on the card itself (a wrong board id in the path still answers 200
         for one's own card; another user's card answers 403), so a stale place is harmless.
         """
-        place = self._places.get((user, int(source_id)))
+        place = self._places.get((user, int(checked_id("deck_card", source_id))))
         if place is None:
             return await super().can_read(nc, user, source_id)
         board_id, stack_id = place
@@ -126,8 +126,8 @@ class DeckSource(Source):
         is looked for on the user's other boards, once for all such cards.
         """
         ids = list(dict.fromkeys(source_ids))
-        verdicts: dict[str, bool | None] = {i: False for i in ids if not i.isdigit()}
-        wanted = {int(i) for i in ids if i.isdigit()}
+        verdicts: dict[str, bool | None] = {i: False for i in ids if not valid_source_id("deck_card", i)}
+        wanted = {int(i) for i in ids if i not in verdicts}
 
         async def live_cards(board: dict[str, Any]) -> set[int]:
             async with slots:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from ..documents import SourceDocument, Skipped
+from ..documents import SourceDocument, Skipped, valid_source_id
 from ..nextcloud import (
     DavEntry,
     NextcloudClient,
@@ -77,7 +77,7 @@ async def readable_by_file_id(
     ids = list(dict.fromkeys(file_ids))
 
     async def batch(part: list[str]) -> dict[str, bool | None]:
-        tests = [f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>" for file_id in part]
+        tests = [_file_id_is(file_id) for file_id in part]
         where = tests[0] if len(tests) == 1 else f"<d:or>{''.join(tests)}</d:or>"
         try:
             async with slots:
@@ -87,12 +87,16 @@ async def readable_by_file_id(
         found = {entry.props.get("oc:fileid") for entry in entries if entry.status == 200}
         return {file_id: file_id in found for file_id in part}
 
-    verdicts: dict[str, bool | None] = {i: False for i in ids if not i.isdigit()}  # no file has such an id
-    numeric = [i for i in ids if i.isdigit()]
+    numeric = [i for i in ids if valid_source_id("file", i)]
+    verdicts: dict[str, bool | None] = {i: False for i in ids if i not in numeric}  # no file has such an id
     parts = [numeric[i : i + READABLE_BATCH] for i in range(0, len(numeric), READABLE_BATCH)]
     for result in await asyncio.gather(*(batch(part) for part in parts)):
         verdicts.update(result)
     return verdicts
+
+
+def _file_id_is(file_id: str) -> str:
+    return f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>"
 
 
 async def search_files(nc: NextcloudClient, user: str, where: str, props: Sequence[str] = _PROPS) -> list[DavEntry]:
@@ -236,9 +240,8 @@ async def _search_infos(nc: NextcloudClient, user: str, where: str) -> list[_Fil
 
 async def lookup_file(nc: NextcloudClient, user: str, file_id: str) -> _FileInfo:
     """Find a file (or note) by id, as DAV paths are by name; NotFound when the user cannot see it."""
-    if file_id.isdigit():
-        where = f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>"
-        for info in await _search_infos(nc, user, where):
+    if valid_source_id("file", file_id):
+        for info in await _search_infos(nc, user, _file_id_is(file_id)):
             if info.file_id == file_id:
                 return info
     raise NotFound(f"file {file_id} not found for {user!r}", 404)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import NextcloudClient, http_date_to_ts
-from .base import Listing, Source, compose_text, is_readable, owner_extra
+from .base import Listing, Source, checked_id, compose_text, is_readable, owner_extra
 from .files import lookup_file, readable_by_file_id
 
 NOTES_API = "/index.php/apps/notes/api/v1/notes"
@@ -63,9 +63,9 @@ class NotesSource(Source):
             version=note.get("etag") or "",
             link=f"/apps/notes/note/{source_id}",
             location=category,
-            # The Notes API lists the notes in the user's own notes folder; a read-only one can only
-            # have come from a share, so its owner is left unknown.
-            extra=owner_extra(None if note.get("readonly") else user),
+            # A note shared with the user is listed as theirs, writable or not: the owner comes
+            # from Nextcloud (the note's file, oc:owner-id), never from where the note appears.
+            extra=owner_extra(file.owner or None),
             tags=file.tags,
             path=file.path,
         )
@@ -82,5 +82,6 @@ class NotesSource(Source):
 
     async def _get(self, nc: NextcloudClient, user: str, source_id: str, *, exclude: str = "") -> dict[str, Any]:
         params = {"exclude": exclude} if exclude else None
-        response = await nc.request(user, "GET", f"{NOTES_API}/{source_id}", headers=_JSON, params=params)
+        note_id = checked_id("note", source_id)
+        response = await nc.request(user, "GET", f"{NOTES_API}/{note_id}", headers=_JSON, params=params)
         return response.json()
