@@ -170,6 +170,9 @@ class HarpStack(RealStack):
     # --- the admin's steps ------------------------------------------------------------------------
 
     def start(self) -> HarpStack:
+        # A run that was killed leaves its app container and volume; Nextcloud was reset, so they go too.
+        docker("rm", "-f", CONTAINER, check=False)
+        docker("volume", "rm", VOLUME, check=False)
         self.nc.occ("config:system:set", "trusted_domains", "20", f"--value=127.0.0.1:{FRONT_PORT}")
         self.front.start()
         self.start_harp()
