@@ -133,8 +133,17 @@ class AccountDirectory:
         replaced = known is not None and known != account.identity
         if replaced:
             self.purge(user, "was deleted and its id given to a new account")
-        identities.set_account_id(user, account.identity)
+        if known != account.identity:
+            identities.set_account_id(user, account.identity)
         return replaced
+
+    async def confirm_same_person(self, user: str) -> None:
+        """Before ``user`` is served from the index: a uid given to someone new since it was indexed
+        is purged first, not at the next reconciliation pass (until then the new person could be
+        served the old one's items, e.g. as unverifiable "own" hits, ADR 0010). Asked at most once
+        per ``ttl``; an unknown answer changes nothing."""
+        if self.identities is not None:
+            await self._replaced(user, self.identities)
 
     def purge(self, user: str, why: str) -> None:
         log.info("Account %r %s: purging its index, state and OAuth grants", user, why)

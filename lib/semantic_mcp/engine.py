@@ -77,13 +77,15 @@ class Engine:
         self.pipeline = Pipeline(
             self.state, self.sources, nc, _Current(self.store), self.keyword, self.embedder, self.is_user_enabled
         )
+        self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
+        self.accounts.holders.append(DataHolder(self.state.users_with_data, self.purge_user))
         self.verifier = Verifier(nc, self.sources, self._schedule_removal, timeout=deployment.recheck_timeout_seconds)
         self.search = SearchService(
             HybridRetriever(
                 _Current(self.store), self.keyword, _Current(self.embedder),
                 Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
             ),
-            self.verifier, public_url or nc.base_url,
+            self.verifier, public_url or nc.base_url, before_retrieval=self.accounts.confirm_same_person,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()
@@ -92,8 +94,6 @@ class Engine:
         self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
         self.health = nc.health
         self.health.on_resume(self._catch_up)
-        self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
-        self.accounts.holders.append(DataHolder(self.state.users_with_data, self.purge_user))
         self.webhooks = WebhookHealth()
 
     # --- components that follow the admin settings ------------------------------------------

@@ -105,3 +105,23 @@ async def test_a_deleted_account_is_purged_and_its_uid_given_anew_inherits_nothi
     finally:
         departed_stack.set_admin_field("reconcile_interval_minutes", "15")
 
+
+
+async def test_a_uid_given_anew_is_purged_before_the_new_persons_first_search(departed_stack: Stack) -> None:
+    """Deleted and created again between two reconciliation passes (15 minutes apart here): the new
+    person's first search purges what the old one left before anything is served from it, even as an
+    unverifiable "own" hit (ADR 0010)."""
+    stack = departed_stack
+    stack.fake.put_file("alice", "Heron.md", "The heron nests by the old mill pond every spring.")
+    await stack.eventually(lambda: _found(stack, "alice", "heron nests mill pond"), timeout=60)
+    assert kept_for(stack, "alice")["keyword"], "alice's file is indexed"
+    stack.fake.delete_user("alice")
+    stack.fake.add_user("alice", "Another Alice", password="another-alice-password")
+    await asyncio.sleep(0.5)  # past the app's account cache (ACCOUNT_CHECK_SECONDS=0.2); no reconciliation
+    assert not await _found(stack, "alice", "heron nests mill pond")
+    kept = kept_for(stack, "alice")
+    assert not kept["keyword"] and not kept["vectors"], kept
+
+
+async def _found(stack: Stack, user: str, query: str) -> bool:
+    return "Heron" in str(await stack.search(user, query))

@@ -10,6 +10,7 @@ import json
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -157,8 +158,12 @@ class SnapshotCache:
 
 
 class SearchService:
-    def __init__(self, retriever: HybridRetriever, verifier: Verifier, nextcloud_url: str) -> None:
+    def __init__(
+        self, retriever: HybridRetriever, verifier: Verifier, nextcloud_url: str,
+        before_retrieval: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self.retriever = retriever
+        self.before_retrieval = before_retrieval  # the account check (a uid given anew is purged first)
         self.verifier = verifier
         self.nextcloud_url = nextcloud_url.rstrip("/")
         self.snapshots = SnapshotCache()
@@ -179,6 +184,8 @@ class SearchService:
         """Hybrid retrieval, threshold, verification as ``user``, then the query's time and type cues
         (``intent``) re-order what is left; returns up to ``depth`` candidates. ``only_mine`` keeps
         the items ``user`` owns (Nextcloud's word, recorded at indexing): nothing someone shared."""
+        if self.before_retrieval is not None:
+            await self.before_retrieval(user)
         depth = depth or limit
         # A few more than asked for, so that the hits verification drops can be replaced (and, for
         # only_mine, those others own).
