@@ -163,6 +163,11 @@ class AppAPIAuth:
         await self.app(scope, receive, send)
 
 
+def deployed_through_harp() -> bool:
+    """AppAPI deploys an ExApp behind HaRP with HaRP's key in its environment (its FRP client's login)."""
+    return bool(os.environ.get("HP_SHARED_KEY"))
+
+
 def behind_buffering_proxy(headers: Headers) -> bool:
     """True for a request relayed by AppAPI's PHP proxy, which buffers whole responses.
 

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 
-from .appapi import behind_buffering_proxy
+from .appapi import behind_buffering_proxy, deployed_through_harp
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,10 @@ def _user(request: Request) -> str:
 def caller_address(request: Request) -> str:
     """The caller's address as Nextcloud saw it, for the quotas on anonymous work. AppAPI's PHP proxy
     sets ``X-Origin-IP`` and drops any the caller sent; HaRP (0.4.4) sets none and passes the
-    caller's through, so there only the connecting peer counts (HaRP's own: one address for all)."""
-    if behind_buffering_proxy(request.headers):
+    caller's through, so there only the connecting peer counts (HaRP's own: one address for all).
+    (Behind HaRP, X-Origin-IP still tells the PHP proxy's requests apart for buffering, where a
+    forged one costs the caller only streaming; here it would buy him a fresh quota.)"""
+    if not deployed_through_harp() and behind_buffering_proxy(request.headers):
         return request.headers["x-origin-ip"]
     return request.client.host if request.client else ""
 
