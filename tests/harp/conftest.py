@@ -22,6 +22,15 @@ sys.path.insert(0, str(HERE.parent / "real"))
 from harpstack import KIT, REPO, Dockerd, HarpStack, build_images, missing  # noqa: E402
 from kit import RealNextcloud  # noqa: E402
 
+from directory_scope import DirectoryScope  # noqa: E402
+
+SCOPE = DirectoryScope(HERE)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    SCOPE.leave(item, nextitem)  # HaRP, the app container, Nextcloud and dockerd stop after the tier
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     reason = missing()
@@ -50,28 +59,31 @@ def harp_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Docker running and the images built (or taken from the machine's cache)."""
     logs = tmp_path_factory.mktemp("harp-logs")
     daemon = Dockerd(logs / "dockerd.log").start()
+    stop = SCOPE.add(daemon.stop)
     try:
         yield build_images(logs / "build.log")
     finally:
-        daemon.stop()
+        stop()
 
 
 @pytest.fixture(scope="session")
 def harp_nc() -> Iterator[RealNextcloud]:
     directory = Path(os.environ.get("HARP_NC_DIR") or REPO / ".nextcloud-harp")
     nc = RealNextcloud(directory, int(os.environ.get("HARP_NC_PORT") or 8102), kit=KIT).prepare()
+    stop = SCOPE.add(nc.stop)
     try:
         yield nc
     finally:
-        nc.stop()
+        stop()
 
 
 @pytest.fixture(scope="session")
 def harp(harp_image: str, harp_nc: RealNextcloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HarpStack]:
     """HaRP registered as a deploy daemon, our app installed from info.xml and its first pass done."""
     stack = HarpStack(harp_nc, tmp_path_factory.mktemp("harp"), harp_image).start()
+    stop = SCOPE.add(stack.stop)
     try:
         stack.install_seconds = stack.install()
         yield stack
     finally:
-        stack.stop()
+        stop()

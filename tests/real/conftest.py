@@ -18,6 +18,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kit import RealNextcloud  # noqa: E402
 from realstack import RealStack  # noqa: E402
 
+from directory_scope import DirectoryScope  # noqa: E402
+
+SCOPE = DirectoryScope(Path(__file__).resolve().parent)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    SCOPE.leave(item, nextitem)  # Nextcloud and the app stop before the fast tier starts
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).resolve().parent
@@ -59,12 +68,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
 @pytest.fixture(scope="session")
 def real_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealStack]:
     nc = RealNextcloud().prepare()
+    stop_nc = SCOPE.add(nc.stop)
     stack = RealStack(nc, tmp_path_factory.mktemp("real")).start()
+    stop_stack = SCOPE.add(stack.stop)
     try:
         yield stack
     finally:
-        stack.stop()
-        nc.stop()
+        stop_stack()
+        stop_nc()
 
 
 @pytest.fixture(scope="module")
