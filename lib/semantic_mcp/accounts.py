@@ -19,6 +19,7 @@ which never purges or revokes anything.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -137,13 +138,18 @@ class AccountDirectory:
             identities.set_account_id(user, account.identity)
         return replaced
 
-    async def confirm_same_person(self, user: str) -> None:
+    async def confirm_same_person(self, user: str, timeout: float) -> None:
         """Before ``user`` is served from the index: a uid given to someone new since it was indexed
         is purged first, not at the next reconciliation pass (until then the new person could be
         served the old one's items, e.g. as unverifiable "own" hits, ADR 0010). Asked at most once
-        per ``ttl``; an unknown answer changes nothing."""
-        if self.identities is not None:
-            await self._replaced(user, self.identities)
+        per ``ttl`` and for at most ``timeout`` seconds, as the re-checks are (a saturated Nextcloud
+        must not hold searches); an unknown or late answer changes nothing."""
+        if self.identities is None:
+            return
+        try:
+            await asyncio.wait_for(self._replaced(user, self.identities), timeout)
+        except TimeoutError:
+            log.info("The account check of %r took over %.1f s; searching without it", user, timeout)
 
     def purge(self, user: str, why: str) -> None:
         log.info("Account %r %s: purging its index, state and OAuth grants", user, why)

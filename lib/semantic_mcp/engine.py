@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -85,7 +86,9 @@ class Engine:
                 _Current(self.store), self.keyword, _Current(self.embedder),
                 Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
             ),
-            self.verifier, public_url or nc.base_url, before_retrieval=self.accounts.confirm_same_person,
+            self.verifier, public_url or nc.base_url, before_retrieval=functools.partial(
+                self.accounts.confirm_same_person, timeout=deployment.recheck_timeout_seconds
+            ),
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()

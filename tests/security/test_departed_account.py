@@ -227,3 +227,24 @@ def test_the_fake_answers_for_departed_accounts_as_nextcloud_34_did(fake: FakeNe
     assert "alice" not in as_app("", "GET", users).json()["ocs"]["data"]
     fake.add_user("alice", logged_in=False)
     assert as_app("alice", "GET", "/ocs/v2.php/cloud/user").json()["ocs"]["data"]["firstLoginTimestamp"] == 0
+
+
+async def test_the_account_check_before_a_search_is_bounded(tmp_path: Path) -> None:
+    """A saturated Nextcloud answers the account check late: the search goes on after the bound
+    (as re-checks do, ADR 0010) and nothing is purged on a late answer."""
+    state = IndexState(tmp_path / "state.db")
+    accounts = AccountDirectory(NextcloudClient("http://127.0.0.1:9", lambda user: {}), identities=state)
+    purged: list[str] = []
+    accounts.holders.append(DataHolder(state.users_with_data, purged.append))
+
+    async def slow_answer(user: str) -> None:
+        await asyncio.sleep(30)
+
+    accounts._ask = slow_answer  # type: ignore[method-assign]
+    try:
+        started = asyncio.get_running_loop().time()
+        await accounts.confirm_same_person("alice", timeout=0.2)
+        assert asyncio.get_running_loop().time() - started < 2 and purged == []
+    finally:
+        state.close()
+        await accounts.nc.aclose()
