@@ -223,14 +223,18 @@ def _appapi_called(health: NextcloudHealth) -> Callable[[str], None]:
 
 
 async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:
-    """Register the settings forms and webhooks; returns an error the admin can read, or ""."""
+    """Register the settings forms and webhooks; returns an error the admin can read, or "".
+
+    Only what the admin must fix is an error: AppAPI disables an app whose /enabled answers one,
+    and every later call of ours is refused. Nextcloud unavailable for a moment (a 5xx, e.g.
+    SQLite's "database is locked" while the webhook worker and our indexing write) is retried
+    in the background once it answers (webhooks by :func:`keep_webhooks_registered`).
+    """
     engine.health.enabled_by_appapi()
-    problems: list[str] = []
-    for form in forms:
-        try:
-            await guarded(engine.health, "register a settings form", lambda form=form: nc.ui.settings.register_form(form))
-        except (NextcloudException, Unavailable, CredentialsRefused) as exc:
-            problems.append(f"settings form {form.id}: {exc}")
+    problems, unregistered = await _register_forms(nc, engine.health, forms)
+    if unregistered:
+        _later.add(task := asyncio.create_task(_register_forms_when_usable(engine.health, unregistered)))
+        task.add_done_callback(_later.discard)
     problems += await ensure_webhooks(nc, engine, replace=True)
     with contextlib.suppress(Exception):
         await guarded(engine.health, "read settings", lambda: SETTINGS.refresh(nc))
@@ -239,6 +243,35 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Settings
         log.error("Enabling finished with problems: %s", "; ".join(problems))
         return "Semantic MCP could not register: " + "; ".join(problems) + ". Is webhook_listeners enabled?"
     return ""
+
+
+_later: set[asyncio.Task[None]] = set()  # background retries (a task nobody references may vanish)
+
+
+async def _register_forms(
+    nc: AsyncNextcloudApp, health: NextcloudHealth, forms: list[SettingsForm]
+) -> tuple[list[str], list[SettingsForm]]:
+    """Register ``forms``; returns the problems the admin must fix and the forms to try again."""
+    problems: list[str] = []
+    again: list[SettingsForm] = []
+    for form in forms:
+        try:
+            await guarded(health, "register a settings form", lambda form=form: nc.ui.settings.register_form(form))
+        except (Unavailable, CredentialsRefused) as exc:
+            log.warning("Settings form %s not registered yet (%s): trying again once Nextcloud answers", form.id, exc)
+            again.append(form)
+        except NextcloudException as exc:
+            problems.append(f"settings form {form.id}: {exc}")
+    return problems, again
+
+
+async def _register_forms_when_usable(health: NextcloudHealth, forms: list[SettingsForm]) -> None:
+    while forms:
+        await health.wait_usable()
+        problems, forms = await _register_forms(AsyncNextcloudApp(), health, forms)
+        if problems:
+            log.error("Registering the settings forms failed: %s", "; ".join(problems))
+        await asyncio.sleep(2.0)
 
 
 async def _on_disable(nc: AsyncNextcloudApp, engine: Engine, forms: list[SettingsForm]) -> str:

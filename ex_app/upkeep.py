@@ -115,6 +115,9 @@ async def ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: boo
     """Make sure every event we rely on has our webhook; returns problems the admin should read.
 
     ``replace`` (on enable) removes ours first, so a changed app URL or event list takes effect.
+    Nextcloud unavailable meanwhile (a 5xx, e.g. SQLite's "database is locked", or no answer) is
+    not such a problem: it is in the status, and :func:`keep_webhooks_registered` tries again
+    once Nextcloud answers.
     """
     async with _registering:
         return await _ensure_webhooks(nc, engine, replace=replace)
@@ -154,7 +157,8 @@ async def _ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: bo
         # Unknown now: keep polling often until a check succeeds.
         report.missing = report.missing or list(REQUIRED_EVENTS)
         report.error = str(exc)
-        problems.append(f"webhooks: {exc}")
+        if not isinstance(exc, (Unavailable, CredentialsRefused)):
+            problems.append(f"webhooks: {exc}")
     report.checked_at = time.time()
     if report.missing:
         log.warning("Webhooks missing (%s): reconciling every minute meanwhile", report.error or ", ".join(report.missing))

@@ -7,6 +7,11 @@ routes carry ``X-Nextcloud-Maintenance-Mode: 1`` and ``Retry-After: 120`` (lib/b
 carries the maintenance header (ocs/v1.php), DAV answers Sabre's ``ServiceUnavailable``
 (remote.php).
 
+A locked database: Nextcloud on SQLite (nc-kit's, small instances) answers a request 500 when a
+concurrent write holds the database ("SQLSTATE[HY000]: General error: 5 database is locked" in
+nextcloud.log), e.g. an ExApp registering webhooks while its own indexing and the webhook worker
+run. :class:`LockedDatabase` answers the next requests under a path that way.
+
 Brute-force protection (lib/private/Security/Bruteforce/Throttler.php, as AppAPI uses it): a
 request signed for an ExApp that is not registered, or with a wrong secret, is one failed attempt
 for the caller's address; once more than 10 attempts were made within 30 minutes, every
@@ -77,19 +82,60 @@ MAINTENANCE_PAGE = (
 )
 
 
+class LockedDatabase:
+    """Requests to answer 500 as a locked SQLite database does: ``fail(prefix, times)``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[list] = []  # [path prefix, times left]
+        self.failed: list[str] = []  # paths answered 500, for tests
+
+    def fail(self, prefix: str, times: int = 1) -> None:
+        with self._lock:
+            self._pending.append([prefix, times])
+
+    def take(self, path: str) -> bool:
+        with self._lock:
+            for pending in self._pending:
+                if path.startswith(pending[0]) and pending[1] > 0:
+                    pending[1] -= 1
+                    self.failed.append(path)
+                    return True
+        return False
+
+
 class MaintenanceMode:
-    """ASGI middleware answering 503 everywhere but ``status.php`` while ``state.maintenance.on``."""
+    """ASGI middleware answering 503 everywhere but ``status.php`` while ``state.maintenance.on``,
+    and 500 where :class:`LockedDatabase` says so."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = scope.get("app").state.nc if scope.get("app") is not None else None
-        if scope["type"] != "http" or state is None or not state.maintenance.on or scope["path"] == "/status.php":
+        if scope["type"] != "http" or state is None or scope["path"] == "/status.php":
             await self.app(scope, receive, send)
-            return
-        state.maintenance.refused[scope["path"]] += 1
-        await maintenance_response(scope["path"])(scope, receive, send)
+        elif state.maintenance.on:
+            state.maintenance.refused[scope["path"]] += 1
+            await maintenance_response(scope["path"])(scope, receive, send)
+        elif state.locked_database.take(scope["path"]):
+            await locked_database_response(scope["path"])(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def locked_database_response(path: str) -> Response:
+    """What an uncaught ``DbalException`` ends in: Sabre's error document, an OCS failure, or the
+    HTML error page."""
+    message = "An exception occurred while executing a query: SQLSTATE[HY000]: General error: 5 database is locked"
+    if path.startswith("/remote.php/"):
+        return DavError(500, "OC\\DB\\Exceptions\\DbalException", message).response()
+    if path.startswith("/ocs/"):
+        return json_response(
+            {"ocs": {"meta": {"status": "failure", "statuscode": 500, "message": "Internal Server Error"}, "data": []}},
+            status=500,
+        )
+    return HTMLResponse("<!DOCTYPE html>\n<html><body><h2>Internal Server Error</h2></body></html>\n", status_code=500)
 
 
 def maintenance_response(path: str) -> Response:

@@ -223,6 +223,11 @@ class FakeNextcloud:
         """Requests (other than status.php) answered 503 because of maintenance mode so far."""
         return sum(self.state.maintenance.refused.values())
 
+    def lock_database(self, path_prefix: str, times: int = 1) -> None:
+        """The next ``times`` requests under ``path_prefix`` fail with 500, as on a real Nextcloud on
+        SQLite when a concurrent write holds the database ("database is locked")."""
+        self.state.locked_database.fail(path_prefix, times)
+
     def bruteforce_attempts(self, ip: str = "127.0.0.1") -> int:
         """``occ security:bruteforce:attempts IP``: failed logins recorded for the address (12 h)."""
         return self.state.throttler.attempts(ip)

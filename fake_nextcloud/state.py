@@ -17,7 +17,7 @@ from .exapps import ExApp
 from .files import FileStore
 from .groupware import Groupware
 from .notes import Notes
-from .outages import Maintenance, Throttler
+from .outages import LockedDatabase, Maintenance, Throttler
 from .webhooks import Webhooks
 
 
@@ -52,6 +52,7 @@ class State:
         self.sessions: dict[str, Session] = {}  # browser sessions by cookie (login.py)
         self.deck_webhooks_supported = deck_webhooks_supported
         self.maintenance = Maintenance()  # occ maintenance:mode: 503 everywhere, webhook worker stopped
+        self.locked_database = LockedDatabase()  # SQLite's "database is locked": 500 for some requests
         self.throttler = Throttler()
         file_ids = itertools.count(1)
         self._login_times = itertools.count(1795341256, 97)  # distinct first-login times, as on a real server

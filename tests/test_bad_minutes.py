@@ -203,6 +203,28 @@ async def _webhooks_come_back(stack: Stack) -> None:
     no_failed_logins(stack)
 
 
+@pytest.mark.parametrize("locked", ["/ocs/v1.php/apps/webhook_listeners/", "/ocs/v1.php/apps/app_api/api/v1/ui/settings"])
+async def test_a_locked_database_while_enabling_leaves_the_app_enabled(stack: Stack, locked: str) -> None:
+    """Seen on the real tier (SQLite): one 500 while the app registered its webhooks made /enabled
+    answer an error, AppAPI disabled the app again, and every later call was refused (401)."""
+    fake = stack.fake
+    fake.disable_exapp(APP_ID)
+    fake.lock_database(locked, times=2)
+    fake.enable_exapp(APP_ID)  # raised "refused to enable" before
+    assert fake.state.locked_database.failed, "the lock was never met"
+    assert fake.exapp(APP_ID).enabled
+
+    def registered() -> bool:
+        with fake.state.lock:
+            hooks = {hook.event for hook in fake.webhooks.hooks.values() if hook.app_id == APP_ID}
+        return len(hooks) >= 12 and len(fake.settings_forms(APP_ID)) == 2
+
+    await stack.eventually(registered, timeout=90)
+    files = put(stack, "/Locked", 2, "locked")  # delivered by the registrations made after the lock
+    await stack.all_indexed(ALICE, "/Locked/", files, timeout=30)
+    await assert_clean(stack)
+
+
 async def test_unregistered_while_stopped_then_started_with_the_old_secret(stack: Stack) -> None:
     """The secret worked before (remembered), but AppAPI forgot the app while it was stopped: the
     app asks AppAPI through its proxy (anonymous, a public route), never with the secret, so no

@@ -44,25 +44,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     outcome = yield
     report = outcome.get_result()
     stack = getattr(item, "funcargs", {}).get("real")
-    if not report.failed or not isinstance(stack, RealStack):
-        return
-    app_lines = [line for line in stack.log().splitlines()
-                 if " INFO httpx:" not in line and " DEBUG " not in line][-60:]
-    report.sections.append(("semantic_mcp log (last 60 lines, no HTTP request lines)", "\n".join(app_lines)))
-    try:
-        nc_lines = [f"{entry.get('time')} {entry.get('app')}: {str(entry.get('message'))[:240]}"
-                    for entry in stack.nc.log_lines()[-20:]]
-    except ValueError as exc:  # a line being written right now
-        nc_lines = [f"(unreadable: {exc})"]
-    report.sections.append(("nextcloud.log (last 20 entries)", "\n".join(nc_lines)))
-    try:
-        report.sections.append(("nc-kit status", stack.nc.kit("status", timeout=30)))
-    except (RuntimeError, OSError) as exc:
-        report.sections.append(("nc-kit status", f"(failed: {exc})"))
-    worker = stack.nc.dir / "logs" / "worker.log"
-    if worker.exists():
-        report.sections.append(("webhook worker log (last 15 lines)",
-                                "\n".join(worker.read_text(errors="replace").splitlines()[-15:])))
+    if report.failed and isinstance(stack, RealStack):
+        report.sections.extend(stack.diagnostics())
 
 
 @pytest.fixture(scope="session")

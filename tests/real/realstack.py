@@ -87,7 +87,11 @@ class RealStack(McpHarness):
         """Register on the pristine instance, wait for the first indexing pass, save both sides."""
         self.start_exapp()
         self.register()
-        asyncio.run(self.eventually(self._backfill_done, timeout=300, interval=1.0))
+        try:  # within pytest-timeout's 300 s, so that the reason is printed
+            asyncio.run(self.eventually(self._backfill_done, timeout=240, interval=1.0))
+        except AssertionError as exc:
+            raise AssertionError("\n\n".join([f"first indexing pass not done: {exc}"] + [
+                f"--- {title} ---\n{text}" for title, text in self.diagnostics()])) from None
         self.stop_exapp()
         self.nc.save()
         shutil.rmtree(self.workdir / "storage.saved", ignore_errors=True)
@@ -95,6 +99,29 @@ class RealStack(McpHarness):
         self.start_exapp()
         self.dirty = False
         return self
+
+    def diagnostics(self) -> list[tuple[str, str]]:
+        """What the app and Nextcloud said lately, for a failure report: CI keeps only the test
+        output, and timing failures there are otherwise impossible to explain."""
+        app_lines = [line for line in self.log().splitlines()
+                     if " INFO httpx:" not in line and " DEBUG " not in line][-60:]
+        sections = [("semantic_mcp log (last 60 lines, no HTTP request lines)", "\n".join(app_lines))]
+        try:
+            nc_lines = [f"{entry.get('time')} {entry.get('app')} {str(entry.get('url'))[:80]}: "
+                        f"{str(entry.get('message'))[:160]} {_exception_message(entry)[:200]}"
+                        for entry in self.nc.log_lines()[-20:]]
+        except ValueError as exc:  # a line being written right now
+            nc_lines = [f"(unreadable: {exc})"]
+        sections.append(("nextcloud.log (last 20 entries)", "\n".join(nc_lines)))
+        try:
+            sections.append(("nc-kit status", self.nc.kit("status", timeout=30)))
+        except (RuntimeError, OSError) as exc:
+            sections.append(("nc-kit status", f"(failed: {exc})"))
+        worker = self.nc.dir / "logs" / "worker.log"
+        if worker.exists():
+            sections.append(("webhook worker log (last 15 lines)",
+                             "\n".join(worker.read_text(errors="replace").splitlines()[-15:])))
+        return sections
 
     async def _backfill_done(self) -> bool:
         try:
@@ -118,3 +145,9 @@ class RealStack(McpHarness):
         for client in self._users.values():
             client.close()
         self._users.clear()
+
+
+def _exception_message(entry: dict) -> str:
+    """The exception's own message (e.g. "database is locked" under "Uncaught exception")."""
+    exception = entry.get("exception")
+    return f"| {exception.get('Message')}" if isinstance(exception, dict) and exception.get("Message") else ""
