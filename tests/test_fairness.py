@@ -1,10 +1,12 @@
-"""Issue 16 on a small organisation: a user with a big backlog holds up neither a new colleague's
-first items nor anyone's edit (the queue's turns, ``IndexState.claim``), with the real ExApp
-process, model and Chroma on the fake Nextcloud."""
+"""Issue 16 on a small organisation, with the real ExApp process, model and Chroma on the fake
+Nextcloud: a user with a big backlog holds up neither a new colleague's first items nor anyone's
+edit (the queue's turns, ``IndexState.claim``), and reconciling a user with nothing changed costs
+Nextcloud a few cheap requests a pass (counted in the fake's access log)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 import time
 from pathlib import Path
 
@@ -58,3 +60,37 @@ async def _big_backfill(stack: Stack) -> None:
 
 async def _found(stack: Stack, user: str, query: str, title: str) -> bool:
     return title in await stack.titles(user, query)
+
+
+def test_reconciling_an_unchanged_user_costs_a_few_requests_a_pass(tmp_path: Path) -> None:
+    stack = Stack(tmp_path, profile="minimal").start()
+    try:
+        asyncio.run(_unchanged_passes(stack))
+    finally:
+        stack.stop()
+
+
+async def _unchanged_passes(stack: Stack) -> None:
+    fake = stack.fake
+    fake.set_admin_setting(APP_ID, "reconcile_interval_minutes", "0.025")  # a pass every 1.5 s
+    await stack.eventually(lambda: "Admin settings changed" in stack.log(), timeout=30)
+
+    def last_pass() -> float:
+        rows = stack.db_rows("SELECT value FROM meta WHERE key = 'last_reconcile'")
+        return float(rows[0][0]) if rows else 0.0
+
+    passes, seen = 0, last_pass()
+    start = fake.state.access_log.mark()
+    while passes < 8:
+        await stack.eventually(lambda: last_pass() != seen, timeout=60, interval=0.1)
+        passes, seen = passes + 1, last_pass()
+        if passes == 1:
+            start = fake.state.access_log.mark()  # from the end of a pass, 7 whole passes
+    requests = fake.state.access_log.since(start, user="alice")
+    by_kind = Counter(f"{r.method} {r.path.split('?')[0]}" for r in requests)
+    print(f"{len(requests) / 7:.1f} requests per pass for alice: {dict(by_kind)}")
+    # One each for notes, files, Deck's boards, each board's stacks, and each DAV home; a calendar or
+    # address book is asked (REPORT) only on the full listings (every 4th interval) or when its
+    # sync token in the home's listing moved. It was 8 a pass before (every collection, every pass).
+    assert len(requests) / 7 <= 7.0, dict(by_kind)
+    assert all(count <= 3 for kind, count in by_kind.items() if kind.startswith("REPORT")), dict(by_kind)
