@@ -68,6 +68,16 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
 
 
 @dataclass
+@dataclass
+class Written:
+    """One document on its way into the index: its task, the document, its chunks and their vectors."""
+
+    task: Task
+    doc: SourceDocument
+    recs: list[ChunkRecord]
+    vectors: np.ndarray
+
+
 class PipelineStats:
     processed: int = 0
     indexed: int = 0
@@ -242,30 +252,52 @@ class Pipeline:
         newly = getattr(embedder, "computed", 0) - computed_before
         log.info("Indexing %d document(s): %d chunk(s), %d newly embedded", len(items), len(texts), newly)
         self.stats.chunks_embedded += newly
+        by_user: dict[str, list[Written]] = {}
         offset = 0
         for task, doc, recs in records:
-            vectors = embeddings[offset : offset + len(recs)]
+            by_user.setdefault(task.ref.user, []).append(Written(task, doc, recs, embeddings[offset : offset + len(recs)]))
             offset += len(recs)
-            try:
-                await asyncio.to_thread(self._write, task.ref, doc, recs, vectors)
-            except Exception as exc:
-                log.exception("Writing %s for %s to the index failed", task.ref.key, task.ref.user)
-                self._fail(task, f"index write failed: {exc}")
+        for user, group in by_user.items():
+            try:  # one Chroma and one FTS5 write for the user's whole batch: ~8x fewer commits than one each
+                await asyncio.to_thread(self._write, user, group)
+            except Exception:  # then one by one, so only a document that cannot be written fails
+                log.warning("Writing %d document(s) of %s at once failed; writing them one by one", len(group), user,
+                            exc_info=True)
+                for written in group:
+                    try:
+                        await asyncio.to_thread(self._write, user, [written])
+                    except Exception as exc:
+                        log.exception("Writing %s for %s to the index failed", written.task.ref.key, user)
+                        self._fail(written.task, f"index write failed: {exc}")
+                        continue
+                    self._completed(written.task)
                 continue
-            self.state.complete(task)
-            self.stats.indexed += 1
+            for written in group:
+                self._completed(written.task)
 
-    def _write(self, ref: DocRef, doc: SourceDocument, recs: list[ChunkRecord], vectors: np.ndarray) -> None:
-        previous = self.state.indexed(ref)
+    def _completed(self, task: Task) -> None:
+        self.state.complete(task)
+        self.stats.indexed += 1
+
+    def _write(self, user: str, group: list[Written]) -> None:
+        """Chunks and ledger of documents of one user; a crash between the writes is harmless (chunk
+        ids are deterministic, and the tasks are completed only after)."""
+        recs = [rec for written in group for rec in written.recs]
         if recs:
-            self.store.upsert(ref.user, recs, vectors)
-            self.keyword.upsert(ref.user, recs)
-        if previous and previous.chunk_count > len(recs):
-            # The document shrank: drop the chunks the new version no longer has.
-            stale = [f"{ref.key}#{i}" for i in range(len(recs), previous.chunk_count)]
-            self.store.delete_chunks(ref.user, stale)
-            self.keyword.delete_chunks(ref.user, stale)
-        self.state.record_indexed(ref, doc.version, doc.location, doc.title, len(recs), doc.modified)
+            self.store.upsert(user, recs, np.concatenate([written.vectors for written in group]))
+            self.keyword.upsert(user, recs)
+        stale = []  # chunks a document that shrank no longer has
+        for written in group:
+            previous = self.state.indexed(written.task.ref)
+            if previous and previous.chunk_count > len(written.recs):
+                stale += [f"{written.task.ref.key}#{i}" for i in range(len(written.recs), previous.chunk_count)]
+        if stale:
+            self.store.delete_chunks(user, stale)
+            self.keyword.delete_chunks(user, stale)
+        for written in group:
+            doc = written.doc
+            self.state.record_indexed(written.task.ref, doc.version, doc.location, doc.title, len(written.recs),
+                                      doc.modified)
 
     async def _delete(self, ref: DocRef) -> None:
         await asyncio.to_thread(self.store.delete_doc, ref.user, ref.key)

@@ -415,6 +415,9 @@ SELECT user FROM waiting WHERE user IS NOT NULL
 ORDER BY (SELECT MIN(enqueued_at) FROM tasks WHERE priority = 1 AND running = 0 AND user = waiting.user)"""
 
 
+MIN_TURN = 4  # tasks a user waiting gets at least in their turn
+
+
 class Turns:
     """Whose catching-up tasks come next: the users waiting take turns, the one served longest
     ago (or never) first, then the one whose oldest task waited longest. In memory: after a
@@ -430,7 +433,9 @@ class Turns:
         oldest tasks."""
         waiting = [row[0] for row in db.execute(_USERS_WAITING)]  # oldest task first
         self._served = {user: self._served[user] for user in waiting if user in self._served}
-        users = sorted(waiting, key=lambda user: self._served.get(user, -1))[:limit]  # stable: keeps age order
+        # A turn is a few tasks, so that a user's documents are written together (one Chroma write
+        # for all of them costs about what one document's does); stable sort: keeps the age order.
+        users = sorted(waiting, key=lambda user: self._served.get(user, -1))[: max(1, limit // MIN_TURN)]
         each = -(-limit // len(users)) if users else 0
         queues = [db.execute(
             "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = 1 AND running = 0 AND not_before <= ?"

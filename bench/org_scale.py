@@ -1,0 +1,232 @@
+"""An organisation's Nextcloud (issue 16): the indexing pipeline's own ceiling, a remote endpoint's
+use, fairness and the cost of reconciling idle users, on a synthetic organisation.
+
+The organisation lives in the fake Nextcloud on loopback: ``--users`` accounts whose item counts
+are skewed as on real instances (Zipf: a few users with thousands of items, most with a few dozen),
+files and notes of real English text (MS MARCO windows, ~3 chunks of ~1,100 characters each).
+The real ``Engine`` (queue, sources, ``NextcloudClient`` with AppAPI-signed requests, chunking,
+embedding cache, Chroma, FTS5, ledger) runs in this process, as ``bench/indexing.py`` does; the
+embedding backend is the app's own OpenAI-compatible client against a stub server in this process
+that answers deterministic vectors:
+
+a. **ceiling**: the stub answers at once, so what is measured is the app's own work (fetch,
+   extract, chunk, Chroma, FTS5, ledger): chunks/s for the whole organisation's backfill
+   (goal >= 1,000 chunks/s);
+b. **remote endpoint**: the stub takes ``--latency`` ms per request (default 50), one request at a
+   time, as a small embedding service would: the pipeline's chunks/s against the stub's capacity
+   (its chunks per request / latency; goal >= 0.9);
+c. **fairness**: while the biggest user backfills, a new user's first 200 items are searchable
+   within 2 minutes (instant stub) and an edited note within 5 s;
+d. **reconciliation cost**: the requests one pass over every idle user sends Nextcloud (the fake's
+   access log), per user.
+
+    PYTHONPATH=lib:. python bench/org_scale.py [--users 100] [--chunks 30000] [--only a,b,c,d]
+
+The figures for 1,000 users and a million chunks need ~1 GB of texts in the fake and hours on two
+cores; the defaults are a slice, and the results say which slice they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import random
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+
+for _path in (Path(__file__).resolve().parents[1] / "lib", Path(__file__).resolve().parents[1], Path(__file__).parent):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from indexing import passages  # noqa: E402  (MS MARCO windows, shared with bench/indexing.py)
+
+APP_ID = "semantic_mcp"
+DIM = 384
+CHARS_PER_ITEM = 3300  # three chunks of the 1,100-character chunk size
+
+
+# --- the embedding stub ---------------------------------------------------------------------------
+
+
+class EmbeddingStub:
+    """An OpenAI-compatible ``/v1/embeddings`` answering deterministic unit vectors (a hash of the
+    text seeds them), after ``latency`` seconds per request, one request at a time."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+        self.requests = 0
+        self.inputs = 0
+        self._one_at_a_time = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                texts = body["input"]
+                with stub._one_at_a_time:
+                    if stub.latency:
+                        time.sleep(stub.latency)
+                    stub.requests += 1
+                    stub.inputs += len(texts)
+                data = [{"index": i, "embedding": _vector(text)} for i, text in enumerate(texts)]
+                answer = json.dumps({"data": data, "model": body.get("model")}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                return None
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+
+
+def _vector(text: str) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return (vector / np.linalg.norm(vector)).round(5).tolist()
+
+
+# --- the organisation -----------------------------------------------------------------------------
+
+
+def item_counts(users: int, items: int, seed: int = 16) -> list[int]:
+    """Items per user, Zipf-skewed (s = 1.1), at least 5 each, summing to ``items``."""
+    weights = np.array([1 / (rank**1.1) for rank in range(1, users + 1)])
+    counts = np.maximum(5, np.floor(weights / weights.sum() * items)).astype(int)
+    random.Random(seed).shuffle(counts)  # the big users are not all first in the user list
+    return counts.tolist()
+
+
+class Organisation:
+    def __init__(self, users: int, chunks: int, workdir: Path) -> None:
+        from ex_app.appapi import AppIdentity
+        from fake_nextcloud import FakeNextcloud
+        from fake_nextcloud.exapps import ExApp
+
+        self.fake = FakeNextcloud(webhook_delay=0)
+        self.fake.start()
+        self.identity = AppIdentity(APP_ID, "1.0.0", secrets.token_hex(16), "34.0.0", self.fake.url)
+        with self.fake.state.lock:  # registered and enabled, without an ExApp process (bench/indexing.py)
+            self.fake.state.apps[APP_ID] = ExApp(APP_ID, "http://127.0.0.1:9", self.identity.secret, "1.0.0", [],
+                                                 "nc_app_semantic_mcp:23000", enabled=True)
+        self.workdir = workdir
+        self.counts = item_counts(users, max(users * 5, chunks // 3))
+        self.users = [f"user{n:04d}" for n in range(users)]
+        texts = passages(min(sum(self.counts), 4000), CHARS_PER_ITEM // 6)  # reused round-robin, varied below
+        created = 0
+        for user, count in zip(self.users, self.counts, strict=True):
+            self.fake.add_user(user)
+            for i in range(count):
+                text = f"{user} item {i}. " + texts[created % len(texts)]
+                if i % 4 == 3:
+                    self.fake.create_note(user, f"Note {i} of {user}", text, "Work")
+                else:
+                    self.fake.put_file(user, f"/Documents/item-{i:05d}.txt", text)
+                created += 1
+        self.items = created
+
+    def engine(self, stub: EmbeddingStub, storage: Path, users: list[str] | None = None):  # noqa: ANN201
+        from semantic_mcp.config import AdminSettings, Deployment
+        from semantic_mcp.engine import Engine
+        from semantic_mcp.nextcloud import NextcloudClient
+
+        nc = NextcloudClient(self.fake.url, self.identity.headers_for)
+        settings = AdminSettings(embedding_backend="openai", embedding_url=stub.url, embedding_model="stub")
+        known = users if users is not None else self.users
+
+        async def list_users() -> list[str]:
+            return list(known)
+
+        return Engine(Deployment(storage=storage), nc, lambda: settings, list_users)
+
+    def stop(self) -> None:
+        self.fake.stop()
+
+
+async def _until_idle(engine, started: float, timeout: float = 7200) -> float:  # noqa: ANN001
+    while (engine.backfill_progress or 0) < 100 or engine.state.pending_count() > 0:
+        if time.perf_counter() - started > timeout:
+            raise TimeoutError("the backfill did not finish")
+        await asyncio.sleep(0.05)
+    return time.perf_counter() - started
+
+
+async def backfill(org: Organisation, stub: EmbeddingStub, label: str) -> dict[str, float]:
+    storage = org.workdir / f"storage-{label}"
+    engine = org.engine(stub, storage)
+    requests_before, inputs_before = stub.requests, stub.inputs
+    engine.start()
+    started = time.perf_counter()
+    engine.start_backfill()
+    wall = await _until_idle(engine, started)
+    chunks = sum(engine.store().count(user) for user in org.users)
+    failed = sum(sum(s["failed"] for s in engine.status(user)["sources"].values()) for user in org.users[:50])
+    await engine.stop()
+    shutil.rmtree(storage, ignore_errors=True)
+    requests = stub.requests - requests_before
+    return {"wall": wall, "chunks": chunks, "rate": chunks / wall, "requests": requests,
+            "per_request": (stub.inputs - inputs_before) / max(requests, 1), "failed": failed}
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> None:
+    only = set(args.only.split(",")) if args.only else {"a", "b", "c", "d"}
+    workdir = Path(tempfile.mkdtemp(prefix="bench-org-"))
+    started = time.perf_counter()
+    org = Organisation(args.users, args.chunks, workdir)
+    print(f"# Organisation scale (issue 16)\n\n{len(org.users)} users, {org.items} items "
+          f"(largest {max(org.counts)}, median {sorted(org.counts)[len(org.counts) // 2]}, "
+          f"smallest {min(org.counts)}), built in the fake in {time.perf_counter() - started:.0f} s; "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}.\n")
+    try:
+        if "a" in only:
+            stub = EmbeddingStub(0.0)
+            a = await backfill(org, stub, "a")
+            stub.stop()
+            print(f"a. ceiling (instant stub): {a['chunks']} chunks in {a['wall']:.1f} s = **{a['rate']:.0f} chunks/s** "
+                  f"(goal >= 1,000); {a['requests']} embedding requests of {a['per_request']:.1f} texts; "
+                  f"{a['failed']:.0f} failed among the first 50 users")
+        if "b" in only:
+            stub = EmbeddingStub(args.latency / 1000)
+            b = await backfill(org, stub, "b")
+            stub.stop()
+            capacity = b["per_request"] / (args.latency / 1000)
+            print(f"b. remote endpoint ({args.latency} ms a request, one at a time): {b['rate']:.0f} chunks/s; "
+                  f"the stub's capacity at the {b['per_request']:.1f} texts a request the app sent: "
+                  f"{capacity:.0f} chunks/s: **{b['rate'] / capacity:.2f}** of it (goal >= 0.9)")
+    finally:
+        org.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, default=100)
+    parser.add_argument("--chunks", type=int, default=30000)
+    parser.add_argument("--latency", type=float, default=50.0, help="ms per request of the slow stub (b)")
+    parser.add_argument("--only", default="", help="comma-separated parts: a,b,c,d")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
