@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from chroma_server import CHROMA_CLI, chroma_server as running_chroma_server
-from semantic_mcp.filters import SearchFilters
 from semantic_mcp.store import ChunkRecord, DimensionMismatch, VectorStore
 
 DIM = 8
