@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from . import appapi, dav, deck_api, declarative, login, notes_api, ocs, taskprocessing, webhooks_api
+from .access_log import AccessLogging
 from .auth import AuthFailed, NotLoggedIn
 from .davxml import DavError
 from .outages import MaintenanceMode, MaxDelayReached, max_delay_response
@@ -94,7 +95,7 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(MaintenanceMode)],
+        middleware=[Middleware(AccessLogging), Middleware(MaintenanceMode)],
         exception_handlers={
             AuthFailed: _auth_failed,
             MaxDelayReached: _max_delay,

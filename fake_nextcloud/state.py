@@ -17,6 +17,7 @@ from .exapps import ExApp
 from .files import FileStore
 from .groupware import Groupware
 from .notes import Notes
+from .access_log import AccessLog
 from .outages import LockedDatabase, Maintenance, Throttler
 from .webhooks import Webhooks
 
@@ -52,6 +53,7 @@ class State:
         self.sessions: dict[str, Session] = {}  # browser sessions by cookie (login.py)
         self.deck_webhooks_supported = deck_webhooks_supported
         self.maintenance = Maintenance()  # occ maintenance:mode: 503 everywhere, webhook worker stopped
+        self.access_log = AccessLog()  # every request and as whom, as a web server's access log
         self.locked_database = LockedDatabase()  # SQLite's "database is locked": 500 for some requests
         self.throttler = Throttler()
         file_ids = itertools.count(1)

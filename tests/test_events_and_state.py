@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,39 @@ def test_queue_coalesces_bursts_and_keeps_newer_generation(state: IndexState) ->
     assert again.ref == ref and again.generation > task.generation
     state.complete(again)
     assert state.pending_count() == 0
+
+
+def test_a_change_a_user_just_made_goes_before_any_catching_up(state: IndexState) -> None:
+    state.enqueue([DocRef("big", "file", str(i)) for i in range(500)], "upsert")  # a backfill
+    state.enqueue([DocRef("new", "note", "7")], "upsert", urgent=True)  # an edit, by its event
+    state.enqueue([DocRef("big", "file", "499")], "upsert", urgent=True)  # an event for a queued file
+    first = state.claim(4)
+    assert {t.ref.source_id for t in first[:2]} == {"7", "499"}
+    [note] = [t for t in first if t.ref.source_id == "7"]
+    state.enqueue([DocRef("new", "note", "7")], "upsert")  # listed again by a reconciliation meanwhile
+    state.complete(note)
+    assert state.claim(1)[0].ref.source_id == "7"  # still urgent
+
+
+def test_users_take_turns_so_a_big_backfill_holds_nobody_up(state: IndexState) -> None:
+    state.enqueue([DocRef("big", "file", str(i)) for i in range(2000)], "upsert")
+    state.enqueue([DocRef("new", "file", str(i)) for i in range(20)], "upsert")
+    assert [t.ref.user for t in state.claim(8)] == ["big", "new"] * 4
+    for n in range(40):  # a small organisation: everyone served once before anyone twice
+        state.enqueue([DocRef(f"user{n:02d}", "file", str(i)) for i in range(5)], "upsert")
+    served = [t.ref.user for _ in range(6) for t in state.claim(7)]
+    assert len(set(served)) == len(served) == 42
+    assert {task.ref.user for task in state.claim(42)} >= {"big", "new"}  # then round two
+
+
+def test_a_queue_from_before_priorities_keeps_its_tasks(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    IndexState(path).enqueue([DocRef("alice", "file", "1")], "upsert")
+    with sqlite3.connect(path) as db:  # the table as the previous release created it
+        db.execute("DROP INDEX tasks_turns")
+        db.execute("ALTER TABLE tasks DROP COLUMN priority")
+    state = IndexState(path)
+    assert [t.ref.source_id for t in state.claim(5)] == ["1"]
 
 
 def test_interrupted_tasks_resume_after_restart(tmp_path: Path) -> None:

@@ -420,14 +420,25 @@ async def test_calendar_incremental_sync_reports_deletions(nc: NextcloudClient, 
                ("/remote.php/dav/calendars/alice/personal/new%20one.ics", "abc")]
     answer = sync_answer(changes, "http://sabre.io/ns/sync/5")
     httpx_mock.add_response(method="REPORT", url=PERSONAL, status_code=207, content=answer)
-    cursor = json.dumps({"personal": "http://sabre.io/ns/sync/3"})
+    cursor = json.dumps({"personal": "http://sabre.io/ns/sync/1"})  # the recorded home says sync/3 now
     listing = await CalendarSource().list_changes(nc, "alice", cursor, full=False)
     assert listing.items == {"personal/new one.ics": "abc"}
     assert listing.deleted == {"personal/test-event-0002.ics"}
     assert not listing.complete
     assert json.loads(listing.cursor or "") == {"personal": "http://sabre.io/ns/sync/5"}
     sent = httpx_mock.get_request(method="REPORT").content.decode()
-    assert "<d:sync-token>http://sabre.io/ns/sync/3</d:sync-token>" in sent
+    assert "<d:sync-token>http://sabre.io/ns/sync/1</d:sync-token>" in sent
+
+
+async def test_a_calendar_whose_token_has_not_moved_is_not_asked(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
+    """Nextcloud lists each collection's sync token in the home's PROPFIND (recorded): the one we
+    hold means nothing changed, so an unchanged user costs the PROPFIND alone (issue 16)."""
+    httpx_mock.add_response(method="PROPFIND", url=CALENDARS, **recording("caldav_calendars"))
+    cursor = json.dumps({"personal": "http://sabre.io/ns/sync/3"})
+    listing = await CalendarSource().list_changes(nc, "alice", cursor, full=False)
+    assert listing.items == {} and listing.deleted == set() and not listing.complete
+    assert json.loads(listing.cursor or "") == {"personal": "http://sabre.io/ns/sync/3"}
+    assert not httpx_mock.get_requests(method="REPORT")
 
 
 async def test_calendar_rejected_token_restarts_from_scratch(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:

@@ -209,9 +209,9 @@ class Engine:
             self.state.note_event(plan.user)
         queued = 0
         for ref in plan.deletes:
-            queued += self.state.enqueue([ref], "delete")
+            queued += self.state.enqueue([ref], "delete", urgent=True)
         for ref, hint in plan.upserts:
-            queued += self.state.enqueue([ref], "upsert", hint)
+            queued += self.state.enqueue([ref], "upsert", hint, urgent=True)
         for user, _doc_type in plan.reconcile:
             self._reconcile_wake.set()
             log.info("Event asks for reconciliation of %s", user)
@@ -219,7 +219,7 @@ class Engine:
         return {"queued": queued}
 
     def _schedule_removal(self, refs: list[DocRef]) -> None:
-        self.state.enqueue(refs, "delete")
+        self.state.enqueue(refs, "delete", urgent=True)  # hits the user can no longer open
         self.pipeline.wake()
 
     def _drop_disabled_sources(self, user: str, settings: AdminSettings) -> int:

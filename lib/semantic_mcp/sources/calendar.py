@@ -40,7 +40,7 @@ class CalendarSource(DavSyncSource):
     doc_type = "calendar_event"
     home_template = CALENDAR_HOME
     collection_type = "calendar"
-    collection_props = ("d:displayname", "d:resourcetype", "oc:owner-principal", "cal:supported-calendar-component-set")
+    collection_props = (*DavSyncSource.collection_props, "cal:supported-calendar-component-set")
     multiget_report = "cal:calendar-multiget"
 
     def keeps(self, uri: str, entry: DavEntry) -> bool:

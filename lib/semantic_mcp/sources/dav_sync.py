@@ -95,13 +95,15 @@ class DavSyncSource(Source):
 
     home_template: ClassVar[str]  # the user's DAV home, "{user}" quoted in
     collection_type: ClassVar[str]  # the resourcetype an indexable collection has: "calendar", "addressbook"
-    collection_props: ClassVar[tuple[str, ...]] = ("d:displayname", "d:resourcetype", "oc:owner-principal")
+    collection_props: ClassVar[tuple[str, ...]] = ("d:displayname", "d:resourcetype", "oc:owner-principal",
+                                                   "d:sync-token")
     multiget_report: ClassVar[str]  # "cal:calendar-multiget", "card:addressbook-multiget"
 
     def __init__(self, options: SourceOptions | None = None) -> None:
         super().__init__(options)
         self._names: dict[str, dict[str, str]] = {}  # user -> {collection uri: display name}, as last listed
         self._owners: dict[str, dict[str, str]] = {}  # user -> {collection uri: owning account}
+        self._current: dict[str, dict[str, str]] = {}  # user -> {collection uri: its sync token now}
 
     @abc.abstractmethod
     def keeps(self, uri: str, entry: DavEntry) -> bool:
@@ -131,6 +133,8 @@ class DavSyncSource(Source):
 
     async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
         """Sync every collection from its token; complete when every one was synced from scratch.
+        A collection whose token in the home's listing is still the one we hold is not asked: an
+        unchanged user costs one PROPFIND.
 
         Starting over for all collections (rather than only the failing one) is what lets the
         listing be complete, so documents deleted while a token was unusable are noticed too. The
@@ -224,8 +228,12 @@ class DavSyncSource(Source):
     ) -> Listing:
         listing = Listing(complete=not tokens)
         next_tokens: dict[str, str] = {}
+        current = self._current.get(user, {})
         for uri in collections:
             token = tokens.get(uri, "")
+            if token and current.get(uri) == token:  # unchanged since the last sync: no REPORT
+                next_tokens[uri] = token
+                continue
             try:
                 result = await sync_collection(nc, user, self._home(user) + quote(uri) + "/", token)
             except NextcloudError as exc:
@@ -246,13 +254,16 @@ class DavSyncSource(Source):
         entries, _ = await nc.dav(user, "PROPFIND", self._home(user), body, depth="1")
         names: dict[str, str] = {}
         owners: dict[str, str] = {}
+        current: dict[str, str] = {}
         for entry in entries:
             uri = entry.href.rstrip("/").rpartition("/")[2]
             if self.collection_type in entry.prop_list("d:resourcetype") and self.keeps(uri, entry):
                 names[uri] = entry.prop("d:displayname") or uri
                 owners[uri] = collection_owner(user, uri, entry.prop("oc:owner-principal"))
+                current[uri] = entry.prop("d:sync-token") or ""  # the same token sync-collection answers
         self._names[user] = names
         self._owners[user] = owners
+        self._current[user] = current
         return names
 
     def _home(self, user: str) -> str:
