@@ -237,3 +237,12 @@ def test_an_event_does_not_count_as_opting_in(state: IndexState) -> None:
     state.set_user_enabled("carol", False)
     state.note_event("carol")
     assert state.user_choice("carol") is False
+
+
+def test_a_batch_is_sized_to_take_about_two_seconds() -> None:
+    from semantic_mcp.indexing.pipeline import MAX_BATCH, MIN_BATCH, next_batch_size
+
+    assert next_batch_size(8, 8, 0.1) == 16  # a fast embedder: grows, at most twofold a batch
+    assert next_batch_size(32, 32, 0.1) == MAX_BATCH
+    assert next_batch_size(8, 8, 8.0) == MIN_BATCH  # the local model at ~1 s a document: shrinks at once
+    assert next_batch_size(8, 3, 0.1) == 8  # the queue ran short: nothing learned

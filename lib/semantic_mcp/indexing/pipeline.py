@@ -67,7 +67,23 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
     ]
 
 
-@dataclass
+# A batch should take about BATCH_SECONDS: an event queued meanwhile waits at most about one batch,
+# and a fast embedder (a remote service) gets many documents per request. The local model embeds
+# ~3 chunks/s on 2 cores, so its batches stay small; an instant one reaches MAX_BATCH.
+BATCH_SECONDS = 2.0
+MIN_BATCH, MAX_BATCH = 4, 64
+FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
+
+
+def next_batch_size(size: int, taken: int, seconds: float) -> int:
+    """The size that would have taken ``BATCH_SECONDS``: it shrinks at once, grows at most twofold
+    (a batch of cheap documents, unchanged or skipped, says little about the next)."""
+    if taken < size:  # the queue ran short: the batch says nothing about a full one
+        return size
+    fitting = int(BATCH_SECONDS * taken / max(seconds, 1e-3))
+    return max(MIN_BATCH, min(MAX_BATCH, 2 * size, fitting))
+
+
 @dataclass
 class Written:
     """One document on its way into the index: its task, the document, its chunks and their vectors."""
@@ -78,6 +94,7 @@ class Written:
     vectors: np.ndarray
 
 
+@dataclass
 class PipelineStats:
     processed: int = 0
     indexed: int = 0
@@ -146,12 +163,19 @@ class Pipeline:
         if not tasks:
             return 0
         started = time.monotonic()
-        fetched = await asyncio.gather(*(self._fetch(task) for task in tasks))
+        slots = asyncio.Semaphore(FETCH_SLOTS)
+
+        async def fetch(task: Task) -> SourceDocument | None:
+            async with slots:
+                return await self._fetch(task)
+
+        fetched = await asyncio.gather(*(fetch(task) for task in tasks))
         to_embed = [(task, doc) for task, doc in zip(tasks, fetched, strict=True) if isinstance(doc, SourceDocument)]
         if to_embed:
             await self._index(to_embed)
         self.stats.processed += len(tasks)
         self.stats.last_batch_seconds = time.monotonic() - started
+        self.batch_size = next_batch_size(self.batch_size, len(tasks), self.stats.last_batch_seconds)
         return len(tasks)
 
     async def _fetch(self, task: Task) -> SourceDocument | None:
