@@ -86,6 +86,7 @@ bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/indexing.py
 	PYTHONPATH=lib:. $(PY) bench/search_latency.py
 	PYTHONPATH=lib:. $(PY) bench/skeleton_noise.py
+	PYTHONPATH=lib:. $(PY) bench/org_scale.py
 
 # Concurrent searches through a real Nextcloud's AppAPI proxy (the real tier's instance).
 bench-load: $(STAMP) real-nextcloud
