@@ -3,12 +3,12 @@ admin counting what an app costs them (issue 16: what reconciling an unchanged u
 
 from __future__ import annotations
 
+import base64
+import binascii
 import threading
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
-
-from .auth import AuthFailed, decode_pair
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,12 @@ class AccessLogging:
 
 
 def _user(headers: dict[bytes, bytes]) -> str:
+    """The user part of AppAPI's ``user:secret`` or of a Basic login; decoded here, not by ``auth``
+    (a model module imports no route module, ADR 0012)."""
     value = headers.get(b"authorization-app-api") or b""
     if not value and (basic := headers.get(b"authorization", b"")).lower().startswith(b"basic "):
         value = basic[6:]
     try:
-        return decode_pair(value.decode("latin-1"))[0] if value else ""
-    except AuthFailed:
+        return base64.b64decode(value.strip()).decode().partition(":")[0] if value else ""
+    except (binascii.Error, UnicodeDecodeError):
         return ""
