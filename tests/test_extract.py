@@ -135,6 +135,11 @@ def test_pdf_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "two" in text and "three" not in text
 
 
+def test_a_pdf_without_a_text_layer_says_so() -> None:
+    with pytest.raises(UnsupportedContent, match="PDF without a text layer"):
+        extract_text(make_pdf("", ""), "application/pdf", "scan.pdf")
+
+
 def test_password_protected_pdf_is_skipped() -> None:
     with pytest.raises(UnsupportedContent, match="encrypted PDF"):
         extract_text(encrypt_pdf(make_pdf("secret"), "open-sesame"), "application/pdf", "locked.pdf")

@@ -9,11 +9,11 @@ import time
 import zipfile
 
 import pytest
-from office_files import make_eml, make_epub, make_ods, make_odp, make_pptx, make_rtf, make_xlsx
+from office_files import make_eml, make_epub, make_odp, make_ods, make_pptx, make_rtf, make_xlsx
+from semantic_mcp.sources.extract import UnsupportedContent, common, extract, extract_text
 from test_extract import make_zip
 
 from fake_nextcloud.files import mimetype_for
-from semantic_mcp.sources.extract import UnsupportedContent, common, extract, extract_text
 
 PRICES = {
     "Prices": [("Product", "Price", "Unit")] + [(f"Gadget {i}", i + 0.5, "piece") for i in range(1, 61)],

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from office_files import make_eml, make_epub, make_ods, make_odp, make_pptx, make_rtf, make_xlsx
+from office_files import make_eml, make_epub, make_odp, make_ods, make_pptx, make_rtf, make_xlsx
 from stack import Stack
 from test_extract import make_pdf
 

@@ -141,6 +141,8 @@ def extract(data: bytes, mime: str, name: str) -> Extracted:
     except Exception as exc:  # parsers raise anything on corrupt input; one bad file must not stop indexing
         raise UnsupportedContent(f"corrupt or unreadable {kind.upper()}: {type(exc).__name__}: {exc}"[:300]) from exc
     extracted = _assemble(result)
+    if not extracted.text and kind == "pdf":
+        raise UnsupportedContent("PDF without a text layer (a scan?): text in images is not read yet")
     if not extracted.text:
         raise UnsupportedContent("no text content")
     if len(extracted.text) > common.MAX_CHARS:
