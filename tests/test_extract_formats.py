@@ -191,3 +191,35 @@ def test_a_huge_sheet_gives_its_first_rows_within_the_text_cap(monkeypatch: pyte
     result = extracted("big.xlsx", make_xlsx({"Big": rows}))
     assert len(result.text) <= 3_000 and result.sections[0][1].startswith("Sheet Big, rows 2-")
     assert all(offset < 3_000 for offset, _ in result.sections)
+
+
+LAUGHS = '<!DOCTYPE l [<!ENTITY l0 "lolololololol">' + "".join(
+    f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10)) + "]>"  # &l9; is 13 GB of text
+
+
+def test_billion_laughs_entities_are_refused_or_left_unexpanded() -> None:
+    pptx_file = make_pptx(SLIDES)
+    slide = zipfile.ZipFile(io.BytesIO(pptx_file)).read("ppt/slides/slide1.xml").decode()
+    hostile = {
+        "l.xlsx": _xlsx_with("xl/worksheets/sheet1.xml", (
+            f'<?xml version="1.0"?>{LAUGHS}<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+            '<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>&l9;</t></is></c></row></sheetData></worksheet>'
+        ).encode()),
+        "l.ods": make_zip({"content.xml": (
+            f'<?xml version="1.0"?>{LAUGHS}<office:document-content '
+            'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+            'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+            'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"><office:body><office:spreadsheet>'
+            "<table:table><table:table-row><table:table-cell><text:p>&l9;</text:p></table:table-cell>"
+            "</table:table-row></table:table></office:spreadsheet></office:body></office:document-content>"
+        )}),
+        "l.pptx": _xlsx_with("ppt/slides/slide1.xml", slide.replace("?>", "?>" + LAUGHS, 1).replace(
+            "Agenda for the offsite", "&l9;").encode(), pptx_file),
+    }
+    for name, data in hostile.items():
+        started = time.monotonic()
+        try:
+            assert len(extracted(name, data).text) < 10_000, name
+        except UnsupportedContent as exc:
+            assert exc.reason.startswith("corrupt or unreadable"), exc.reason
+        assert time.monotonic() - started < 5, name
