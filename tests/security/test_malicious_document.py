@@ -20,7 +20,7 @@ import pytest
 from stack import APP_ID, Stack
 
 from semantic_mcp.sources.calendar import document_from_ics
-from semantic_mcp.sources.extract import ODT_MIME, extract, extract_text
+from semantic_mcp.sources.extract import ODT_MIME, UnsupportedContent, extract, extract_text
 from semantic_mcp.sources.parser_process import ParserFailed, ParserPool
 
 ALICE, BOB = "alice", "bob"
@@ -90,6 +90,20 @@ async def test_a_parser_that_hangs_allocates_without_end_or_dies_costs_its_docum
 
 
 EXTRACT = "semantic_mcp.sources.extract:extract_text"
+
+
+async def test_a_document_after_a_heavy_one_has_the_whole_memory_bound() -> None:
+    """pypdf's page-tree bomb ends in a reason but leaves the worker's heap grown by tens of MB; a
+    DOCX that parses alone within 100 MB then ran out of memory in that worker, costing an innocent
+    document an attempt. The grown worker now retires after its answer."""
+    pool = ParserPool(size=1, timeout=30, memory_mb=100)
+    try:
+        with pytest.raises(UnsupportedContent, match="LimitReachedError"):
+            await pool.run(EXTRACT, hostile.pdf_page_tree_bomb(), "application/pdf", "pages.pdf")
+        text = await pool.run(EXTRACT, hostile.greedy_docx(14), hostile.DOCX_MIME, "big.docx")
+        assert len(text) == 1_000_000
+    finally:
+        pool.close()
 
 
 # --- a recurring event with billions of instances ----------------------------------------------------
