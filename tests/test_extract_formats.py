@@ -10,10 +10,10 @@ import zipfile
 
 import pytest
 from office_files import make_eml, make_epub, make_odp, make_ods, make_pptx, make_rtf, make_xlsx
-from semantic_mcp.sources.extract import UnsupportedContent, common, extract, extract_text
+from semantic_mcp.sources.extract import UnsupportedContent, common, content_kind, extract, extract_text
 from test_extract import make_zip
 
-from fake_nextcloud.files import mimetype_for
+from fake_nextcloud.mime import mimetype_for
 
 PRICES = {
     "Prices": [("Product", "Price", "Unit")] + [(f"Gadget {i}", i + 0.5, "piece") for i in range(1, 61)],
@@ -202,3 +202,21 @@ def test_billion_laughs_entities_are_refused_or_left_unexpanded() -> None:
         except UnsupportedContent as exc:
             assert exc.reason.startswith("corrupt or unreadable"), exc.reason
         assert time.monotonic() - started < 5, name
+
+
+def test_the_fake_nextcloud_names_these_types_as_nextcloud_34_does_and_the_app_reads_them() -> None:
+    """resources/config/mimetypemapping.dist.json of Nextcloud 34.0.1, not the host's guesses."""
+    named = {name: mimetype_for(name) for name in ("a.xlsx", "a.XLSM", "a.ods", "a.pptm", "a.odp", "a.rtf",
+                                                   "a.epub", "a.eml")}
+    assert named == {
+        "a.xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "a.XLSM": "application/vnd.ms-excel.sheet.macroEnabled.12",
+        "a.ods": "application/vnd.oasis.opendocument.spreadsheet",
+        "a.pptm": "application/vnd.ms-powerpoint.presentation.macroEnabled.12",
+        "a.odp": "application/vnd.oasis.opendocument.presentation",
+        "a.rtf": "text/rtf",
+        "a.epub": "application/epub+zip",
+        "a.eml": "message/rfc822",
+    }
+    assert [content_kind(mime, "x") for mime in named.values()] == [
+        "xlsx", "xlsx", "ods", "pptx", "odp", "rtf", "epub", "eml"]
