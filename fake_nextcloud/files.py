@@ -10,38 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import mimetypes
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .clock import Clock
 from .davxml import DavError, not_found
+from .mime import mimetype_for
 
 NODE_EVENT = "OCP\\Files\\Events\\Node\\"
 Emit = Callable[[str, str, dict], None]
-
-_MIME = {
-    ".md": "text/markdown",
-    ".txt": "text/plain",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".pdf": "application/pdf",
-    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ".odt": "application/vnd.oasis.opendocument.text",
-    ".ics": "text/calendar",
-    ".vcf": "text/vcard",
-    ".csv": "text/csv",
-    ".json": "application/json",
-}
-
-
-def mimetype_for(name: str, is_dir: bool = False) -> str:
-    if is_dir:
-        return "httpd/unix-directory"
-    dot = name.rfind(".")
-    ext = name[dot:].lower() if dot > 0 else ""
-    return _MIME.get(ext) or mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
 @dataclass(eq=False)

@@ -63,3 +63,26 @@ def test_degenerate_inputs() -> None:
     assert "".join(c.text for c in chunks) == blob
     huge_title = chunk_document(doc("body text", title="T" * 3000), max_chars=600)
     assert all(_size(c.text) <= 600 for c in huge_title) and "body text" in huge_title[0].text
+
+
+def test_a_chunk_names_its_heading_path() -> None:
+    sections = [c.section for c in chunk_document(doc(MARKDOWN), max_chars=500, overlap=100)]
+    assert sections[0] == "" and {"Planning > Budget", "Planning > Timeline"} <= set(sections)  # where each starts
+
+
+def test_chunks_never_span_two_pages_and_name_theirs() -> None:
+    """A short page is not merged with the next one (its hit would cite the wrong page), and the
+    file's heading lines before the first page go with it."""
+    pages = ["File: r.pdf", "# Page 1\n\nShort first page.", "# Page 2\n\n" + "Long second page. " * 60,
+             "# Page 3\n\nThe end."]
+    text = "\n\n".join(pages)
+    starts = tuple((text.index(f"# Page {n}"), f"Page {n}") for n in (1, 2, 3))
+    sectioned = SourceDocument("file", "9", "r.pdf", text, 0, "v", "/f/9", sections=starts)
+    chunks = chunk_document(sectioned, max_chars=500, overlap=100)
+    assert [c.section for c in chunks][0] == "Page 1" and chunks[-1].section == "Page 3"
+    assert len([c for c in chunks if c.section == "Page 2"]) >= 2
+    for chunk in chunks:
+        assert chunk.text.startswith(f"r.pdf\n{chunk.section}\n") or chunk.index == 0
+        others = {f"Page {n}" for n in (1, 2, 3)} - {chunk.section}
+        assert not any(other in chunk.text for other in others), chunk
+    assert "File: r.pdf" in chunks[0].text and "Short first page." in chunks[0].text

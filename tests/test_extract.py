@@ -9,8 +9,7 @@ import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from semantic_mcp.sources import extract
-from semantic_mcp.sources.extract import DOCX_MIME, ODT_MIME, UnsupportedContent, content_kind, extract_text
+from semantic_mcp.sources.extract import DOCX_MIME, ODT_MIME, UnsupportedContent, common, content_kind, extract, extract_text
 
 
 def make_pdf(*pages: str) -> bytes:
@@ -124,16 +123,21 @@ def test_html_keeps_headings_lists_and_visible_text_only() -> None:
     )
 
 
-def test_pdf_text() -> None:
-    assert extract_text(make_pdf("Hello PDF world", "Second page"), "application/pdf", "r.pdf") == (
-        "Hello PDF world\n\nSecond page"
-    )
+def test_pdf_text_page_by_page() -> None:
+    extracted = extract(make_pdf("Hello PDF world", "", "Third page"), "application/pdf", "r.pdf")
+    assert extracted.text == "# Page 1\n\nHello PDF world\n\n# Page 3\n\nThird page"  # a page without text is left out
+    assert extracted.sections == ((0, "Page 1"), (extracted.text.index("# Page 3"), "Page 3"))
 
 
 def test_pdf_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "MAX_PDF_PAGES", 2)
+    monkeypatch.setattr(common, "MAX_PDF_PAGES", 2)
     text = extract_text(make_pdf("one", "two", "three"), "application/pdf", "long.pdf")
     assert "two" in text and "three" not in text
+
+
+def test_a_pdf_without_a_text_layer_says_so() -> None:
+    with pytest.raises(UnsupportedContent, match="PDF without a text layer"):
+        extract_text(make_pdf("", ""), "application/pdf", "scan.pdf")
 
 
 def test_password_protected_pdf_is_skipped() -> None:
@@ -143,7 +147,7 @@ def test_password_protected_pdf_is_skipped() -> None:
 
 def test_pdf_with_only_an_owner_password_is_read() -> None:
     assert extract_text(encrypt_pdf(make_pdf("restricted but readable"), ""), "application/pdf", "r.pdf") == (
-        "restricted but readable"
+        "# Page 1\n\nrestricted but readable"
     )
 
 
@@ -166,7 +170,7 @@ def test_corrupt_docx_is_skipped() -> None:
 
 
 def test_zip_bomb_is_refused_before_inflating(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "MAX_UNZIPPED_BYTES", 1000)
+    monkeypatch.setattr(common, "MAX_UNZIPPED_BYTES", 1000)
     bomb = make_zip({"content.xml": "<a>" + "x" * 5000 + "</a>"})
     with pytest.raises(UnsupportedContent, match="too large once uncompressed"):
         extract_text(bomb, ODT_MIME, "bomb.odt")
@@ -185,7 +189,7 @@ def test_odt_without_content_is_skipped() -> None:
 
 
 def test_long_text_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(extract, "MAX_CHARS", 10)
+    monkeypatch.setattr(common, "MAX_CHARS", 10)
     assert extract_text(b"0123456789abcdef", "text/plain", "long.txt") == "0123456789"
 
 
@@ -200,6 +204,7 @@ def test_long_text_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
         ("application/pdf", "x.bin", "pdf"),  # the server's type wins over the name
         (DOCX_MIME, "r.docx", "docx"),
         (ODT_MIME, "r.odt", "odt"),
+        ("text/rtf", "letter.rtf", "rtf"),  # text/* in name only: markup, read by its own extractor
     ],
 )
 def test_content_kind(mime: str, name: str, kind: str) -> None:
@@ -214,7 +219,7 @@ def test_content_kind(mime: str, name: str, kind: str) -> None:
         ("video/mp4", "clip.mp4"),
         ("audio/mpeg", "song.mp3"),
         ("application/octet-stream", "program.bin"),
-        ("text/rtf", "letter.rtf"),
+        ("application/vnd.ms-excel", "legacy.xls"),
     ],
 )
 def test_unsupported_types(mime: str, name: str) -> None:

@@ -41,3 +41,8 @@ def test_rerank_parsing_keeps_every_candidate_and_ignores_invented_keys() -> Non
     assert prompts.parse_rerank('["d3", "d1"]', keys) == ["d3", "d1", "d2", "d4"]
     assert prompts.parse_rerank("d9 d2 d2 and d7", keys) == ["d2", "d1", "d3", "d4"]
     assert prompts.parse_rerank("I cannot rank these.", keys) is None
+
+
+def test_a_block_names_the_page_slide_or_rows_it_comes_from_and_cannot_be_broken_by_them() -> None:
+    block = prompts.document_block(2, "file", "deck.pptx", {"section": 'Slide 2: "x" <b>'}, "text")
+    assert block.startswith('<document index="2" type="file" title="deck.pptx" section="Slide 2: \\"x\\" &lt;b&gt;">')

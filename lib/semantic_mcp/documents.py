@@ -63,6 +63,9 @@ class SourceDocument:
     # and the user-relative path of a document that is a file (files, notes).
     tags: tuple[str, ...] = ()
     path: str | None = None
+    # Where the pages, slides or groups of a sheet's rows start in ``text``: (offset, label), e.g.
+    # (1234, "Page 3"). Chunks never span two, and carry the label (indexing/chunking.py).
+    sections: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass

@@ -7,6 +7,7 @@ pages (``offset`` and ``max_chars``, with ``next_offset`` and ``total_chars`` to
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, Field
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PAGE_CHARS = 20_000
 MAX_PAGE_CHARS = 100_000
+MAX_SECTIONS_LISTED = 200
 
 
 class DocumentUnavailable(Exception):
@@ -39,6 +41,9 @@ class DocumentPage(BaseModel):
     event_start: str | None = None
     event_end: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict, description="Type-specific details (e.g. a file's MIME type)")
+    sections: list[str] = Field(default_factory=list, description=(
+        "The item's pages, slides or sheet rows (the first 200), to read one by passing it as section"))
+    section: str | None = Field(None, description="The part this text is limited to, when one was asked for")
     text: str = Field(description="The item's text from offset, at most max_chars characters")
     offset: int = Field(description="Where this page starts in the whole text, in characters")
     next_offset: int | None = Field(None, description="Pass as offset to read on; null when this page is the end")
@@ -73,6 +78,23 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
     return fetched
 
 
+def only_section(doc: SourceDocument, wanted: str) -> SourceDocument:
+    """``doc`` cut to the sections ``wanted`` names: a label ("Page 3", "Slide 2"), or its start up to
+    a ':' or ',' ("Sheet Prices" is every group of that sheet's rows), in any case."""
+    key = " ".join(wanted.split()).casefold()
+    ends = [offset for offset, _ in doc.sections[1:]] + [len(doc.text)]
+    parts = [doc.text[offset:end].strip() for (offset, label), end in zip(doc.sections, ends, strict=True)
+             if label.casefold() == key or label.casefold().startswith((key + ":", key + ","))]
+    if not parts:
+        where = f"its parts are: {', '.join(_labels(doc)[:20])}" if doc.sections else "it has no pages, slides or sheets"
+        raise DocumentUnavailable(f"{doc.title} has no part {wanted!r}: {where}")
+    return replace(doc, text="\n\n".join(parts), sections=())
+
+
+def _labels(doc: SourceDocument) -> list[str]:
+    return [label for _, label in doc.sections[:MAX_SECTIONS_LISTED]]
+
+
 def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_chars: int) -> DocumentPage:
     """A page of ``doc``'s text from ``offset``, ended at a line or word break when one is near."""
     text = doc.text
@@ -96,6 +118,7 @@ def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_c
         event_start=iso(doc.event_start),
         event_end=iso(doc.event_end),
         metadata=dict(doc.extra),
+        sections=_labels(doc),
         text=text[start:end],
         offset=start,
         next_offset=end if end < len(text) else None,
@@ -104,12 +127,16 @@ def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_c
 
 
 async def read_document(engine: Engine, user: str, doc_id: str, offset: int = 0,
-                        max_chars: int = DEFAULT_PAGE_CHARS) -> DocumentPage:
-    return page_of(engine, doc_id.strip(), await fetch_document(engine, user, doc_id), offset, max_chars)
+                        max_chars: int = DEFAULT_PAGE_CHARS, section: str | None = None) -> DocumentPage:
+    doc = await fetch_document(engine, user, doc_id)
+    if not section:
+        return page_of(engine, doc_id.strip(), doc, offset, max_chars)
+    page = page_of(engine, doc_id.strip(), only_section(doc, section), offset, max_chars)
+    return page.model_copy(update={"section": section, "sections": _labels(doc)})
 
 
 def document_metadata(page: DocumentPage) -> dict[str, Any]:
     """Everything but the text, flat: the ``metadata`` of the connector ``fetch`` shape."""
-    fields = page.model_dump(exclude={"text", "offset", "next_offset", "metadata", "title", "id", "link"},
+    fields = page.model_dump(exclude={"text", "offset", "next_offset", "metadata", "title", "id", "link", "sections"},
                              exclude_none=True)
     return {**fields, **page.metadata}

@@ -56,9 +56,10 @@ class ConnectorDocument(BaseModel):
 def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[Context], Principal]) -> None:
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    async def read(ctx: Context, doc_id: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS) -> DocumentPage:
+    async def read(ctx: Context, doc_id: str, offset: int = 0, max_chars: int = DEFAULT_PAGE_CHARS,
+                   section: str | None = None) -> DocumentPage:
         try:
-            return await read_document(engine, principal(ctx).user, doc_id, offset, max_chars)
+            return await read_document(engine, principal(ctx).user, doc_id, offset, max_chars, section)
         except DocumentUnavailable as exc:
             raise ToolError(str(exc)) from exc
 
@@ -68,7 +69,8 @@ def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[
         description=(
             "Read the whole text of a note, file, Deck card, calendar event or contact, by the id of a search "
             "result, with its title, link and metadata. Read as you, so it only opens what you may open now. "
-            "Long texts come in pages: pass next_offset as offset to read on."
+            "Long texts come in pages: pass next_offset as offset to read on. For a PDF, presentation or "
+            "spreadsheet, pass a search hit's section ('Page 3', 'Slide 2', 'Sheet Prices') to read only that part."
         ),
         annotations=read_only,
     )
@@ -77,8 +79,10 @@ def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[
         ctx: Context,
         offset: Annotated[int, Field(ge=0, description="Start of the page, in characters")] = 0,
         max_chars: Annotated[int, Field(ge=1000, le=MAX_PAGE_CHARS)] = DEFAULT_PAGE_CHARS,
+        section: Annotated[str | None, Field(max_length=200, description=(
+            "Read only this page, slide or sheet: a hit's section, e.g. 'Page 3', 'Slide 2', 'Sheet Prices'"))] = None,
     ) -> DocumentPage:
-        return await read(ctx, id, offset, max_chars)
+        return await read(ctx, id, offset, max_chars, section)
 
     @mcp.tool(
         name="search",

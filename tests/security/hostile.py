@@ -73,6 +73,23 @@ def odt_repeat_bomb(before: str, after: str, count: int) -> bytes:
     return odt(f'<text:p>{before}<text:s text:c="{count}"/>{after}</text:p>')
 
 
+def ods_repeat_bomb(header: str, cell: str, count: int) -> bytes:
+    """A spreadsheet row repeated ``count`` times, each of ``count`` cells of ``cell`` followed by
+    ``count`` spaces: LibreOffice writes identical rows and cells once with a count, so can anyone."""
+    content = (
+        '<?xml version="1.0"?><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:spreadsheet>'
+        f'<table:table table:name="Bomb"><table:table-row><table:table-cell><text:p>{header}</text:p>'
+        f'</table:table-cell></table:table-row><table:table-row table:number-rows-repeated="{count}">'
+        f'<table:table-cell table:number-columns-repeated="{count}"><text:p>{cell}<text:s text:c="{count}"/>'
+        "</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body>"
+        "</office:document-content>"
+    )
+    return _zip({"mimetype": "application/vnd.oasis.opendocument.spreadsheet", "content.xml": content})
+
+
 def odt_zip_bomb(megabytes: int = 100) -> bytes:
     """A classic zip bomb: ``megabytes`` of zeros in the archive, about a thousandth of that on disk."""
     return odt("<text:p>bomb</text:p>", {"padding.bin": b"\0" * (megabytes * 1024 * 1024)})

@@ -20,7 +20,7 @@ import pytest
 from stack import APP_ID, Stack
 
 from semantic_mcp.sources.calendar import document_from_ics
-from semantic_mcp.sources.extract import ODT_MIME, extract_text
+from semantic_mcp.sources.extract import ODT_MIME, UnsupportedContent, extract, extract_text
 from semantic_mcp.sources.parser_process import ParserFailed, ParserPool
 
 ALICE, BOB = "alice", "bob"
@@ -90,6 +90,20 @@ async def test_a_parser_that_hangs_allocates_without_end_or_dies_costs_its_docum
 
 
 EXTRACT = "semantic_mcp.sources.extract:extract_text"
+
+
+async def test_a_document_after_a_heavy_one_has_the_whole_memory_bound() -> None:
+    """pypdf's page-tree bomb ends in a reason but leaves the worker's heap grown by tens of MB; a
+    DOCX that parses alone within 100 MB then ran out of memory in that worker, costing an innocent
+    document an attempt. The grown worker now retires after its answer."""
+    pool = ParserPool(size=1, timeout=30, memory_mb=100)
+    try:
+        with pytest.raises(UnsupportedContent, match="LimitReachedError"):
+            await pool.run(EXTRACT, hostile.pdf_page_tree_bomb(), "application/pdf", "pages.pdf")
+        text = await pool.run(EXTRACT, hostile.greedy_docx(14), hostile.DOCX_MIME, "big.docx")
+        assert len(text) == 1_000_000
+    finally:
+        pool.close()
 
 
 # --- a recurring event with billions of instances ----------------------------------------------------
@@ -163,6 +177,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack,
             "spaces.odt": f"file:{fake.put_file(ALICE, '/Hostile/spaces.odt', SPACES_ODT)}",
             "bomb.odt": f"file:{fake.put_file(ALICE, '/Hostile/bomb.odt', hostile.odt_zip_bomb())}",
             "pages.pdf": f"file:{fake.put_file(ALICE, '/Hostile/pages.pdf', hostile.pdf_page_tree_bomb())}",
+            "rows.ods": f"file:{fake.put_file(ALICE, '/Hostile/rows.ods', ROWS_ODS)}",
             "fine.txt": f"file:{fake.put_file(ALICE, '/Hostile/fine.txt', 'The albatross survey from Ushuaia.')}",
             "tagged note": f"note:{fake.create_note(ALICE, 'Tagged plan', 'The kingfisher plan, not for AI.')}",
             "private note": f"note:{fake.create_note(ALICE, 'Hidden', 'The heron plan.', category='Private')}",
@@ -183,6 +198,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack,
 
 
 SPACES_ODT = hostile.odt_repeat_bomb("zebracorn", "quetzalfish", 200_000_000)
+ROWS_ODS = hostile.ods_repeat_bomb("Okapimoth", "narwhalbee", 1_000_000_000)  # 10^18 cells of 10^9 spaces
 
 
 async def failure(stack: Stack, doc_id: str) -> dict[str, Any] | None:
@@ -231,6 +247,22 @@ def test_an_odt_repeat_count_allocates_nothing_in_proportion() -> None:
         tracemalloc.stop()
     assert peak < 5_000_000, peak
     assert text.startswith("zebracorn") and text.endswith("quetzalfish")
+
+
+def test_a_spreadsheet_repeat_count_costs_nothing() -> None:
+    started = time.monotonic()
+    result = extract(ROWS_ODS, "application/vnd.oasis.opendocument.spreadsheet", "rows.ods")
+    assert time.monotonic() - started < 5
+    assert result.sections == ((0, "Sheet Bomb, row 2"),)  # the repeated row once: copies add nothing to find
+    assert result.text.startswith("# Sheet Bomb, row 2\n\nOkapimoth\nnarwhalbee | narwhalbee | ")
+    assert len(result.text) < 256 * len("narwhalbee | ") + 100  # at most 256 columns, spaces collapsed
+
+
+async def test_a_spreadsheet_repeat_count_is_indexed_within_bounds(documents: tuple[Stack, dict[str, str]]) -> None:
+    stack, ids = documents
+    await stack.eventually(lambda: indexed(stack, "file", ids["rows.ods"].partition(":")[2]), timeout=120)
+    hit = next(h for h in (await stack.search(ALICE, "Okapimoth narwhalbee"))["results"] if h["id"] == ids["rows.ods"])
+    assert hit["section"].startswith("Sheet Bomb, row")
 
 
 async def outcome(stack: Stack, doc_id: str) -> str | None:

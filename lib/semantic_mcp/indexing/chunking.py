@@ -34,6 +34,7 @@ _WIDE = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00
 class Chunk:
     index: int
     text: str
+    section: str = ""  # where in the document: its page, slide or sheet rows, else its heading path
 
 
 @dataclass(frozen=True)
@@ -131,15 +132,35 @@ def chunk_document(
 
     A new chunk starts at a heading once the current one is half full, so sections stay
     whole when they can; otherwise consecutive chunks share up to ``overlap`` characters
-    of trailing sentences. A document with a title and no text gives one title-only chunk.
+    of trailing sentences. A chunk never spans two of the document's ``sections`` (pages,
+    slides, groups of rows), and names the one it comes from (else its heading path).
+    A document with a title and no text gives one title-only chunk.
     """
-    # Any unit fits beside any header (at most max_chars // 3 + 2), so every chunk fits.
-    units = _units(doc.text.replace("\r\n", "\n"), max_chars - max_chars // 3 - 2)
-    if not units:
+    chunks: list[Chunk] = []
+    for label, text in _spans(doc):
+        for body, path in _chunk_text(doc.title, text, max_chars, overlap):
+            chunks.append(Chunk(len(chunks), body, label or " > ".join(path)))
+    if not chunks:
         header = _header(doc.title, (), max_chars).strip()
         return [Chunk(0, header)] if header else []
+    return chunks
 
-    chunks: list[Chunk] = []
+
+def _spans(doc: SourceDocument) -> list[tuple[str, str]]:
+    """(label, text) of each section; what precedes the first (the file's heading lines) goes with it."""
+    text = doc.text
+    sections = [(offset, label) for offset, label in doc.sections if 0 <= offset < len(text)]
+    if not sections:
+        return [("", text)]
+    starts = [0, *(offset for offset, _ in sections[1:]), len(text)]
+    return [(label, text[starts[i] : starts[i + 1]]) for i, (_, label) in enumerate(sections)]
+
+
+def _chunk_text(title: str, text: str, max_chars: int, overlap: int) -> list[tuple[str, tuple[str, ...]]]:
+    """(chunk text, heading path of its start) for one run of text."""
+    # Any unit fits beside any header (at most max_chars // 3 + 2), so every chunk fits.
+    units = _units(text.replace("\r\n", "\n"), max_chars - max_chars // 3 - 2)
+    chunks: list[tuple[str, tuple[str, ...]]] = []
     current: list[_Unit] = []
 
     def render(group: list[_Unit]) -> str:
@@ -147,7 +168,7 @@ def chunk_document(
         if group[0].heading:  # the heading is in the header already
             group = group[1:]
         body = "".join((u.sep if i else "") + u.text for i, u in enumerate(group))
-        return (_header(doc.title, path, max_chars) + body).strip()
+        return (_header(title, path, max_chars) + body).strip()
 
     for unit in units:
         if current:
@@ -156,12 +177,13 @@ def chunk_document(
             if fits and not (unit.heading and half_full):
                 current.append(unit)
                 continue
-            chunks.append(Chunk(len(chunks), render(current)))
+            chunks.append((render(current), current[0].path))
             current = [] if unit.heading else _tail(current, overlap, unit.path)
             while current and _size(render(current + [unit])) > max_chars:
                 current.pop(0)
         current.append(unit)
-    chunks.append(Chunk(len(chunks), render(current)))
+    if current:
+        chunks.append((render(current), current[0].path))
     return chunks
 
 

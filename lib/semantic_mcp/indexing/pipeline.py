@@ -61,7 +61,7 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
             chunk_id=f"{ref.key}#{chunk.index}",
             doc_key=ref.key,
             text=chunk.text,
-            metadata={**base, "chunk_index": chunk.index},
+            metadata={**base, "chunk_index": chunk.index, **({"section": chunk.section} if chunk.section else {})},
         )
         for chunk in chunk_document(doc)
     ]

@@ -175,6 +175,8 @@ def document_block(
         attrs.append(f"shared_by={json.dumps(_escape(shared_by), ensure_ascii=False)}")
     if metadata.get("location"):
         attrs.append(f"location={json.dumps(_escape(str(metadata['location'])), ensure_ascii=False)}")
+    if metadata.get("section"):  # the page, slide or sheet rows, so the answer can cite them
+        attrs.append(f"section={json.dumps(_escape(str(metadata['section'])), ensure_ascii=False)}")
     if metadata.get("modified"):
         attrs.append(f'modified="{_fmt_ts(metadata["modified"])}"')
     if metadata.get("event_start"):

@@ -42,6 +42,9 @@ class SearchHit(BaseModel):
         "Share in [0, 1] of the query's distinctive words (weighted by rarity) that the best passage contains"))
     link: str = Field(description="Opens the item in Nextcloud")
     location: str = Field("", description="Folder path, board/stack, calendar or address book")
+    section: str | None = Field(None, description=(
+        "Where in the item the passage is: 'Page 3', 'Slide 2: <title>', 'Sheet <name>, rows 2-31', or the "
+        "heading path of a long text; pass it to nc_get_document to read just that part"))
     modified: str | None = Field(None, description="Last change, ISO 8601 UTC")
     event_start: str | None = Field(None, description="Event start or due date, ISO 8601 UTC")
     event_end: str | None = None
@@ -249,6 +252,7 @@ class SearchService:
             keyword_match=round(float(candidate.coverage), 4) if candidate.coverage is not None else None,
             link=self.absolute_link(str(meta.get("link") or "")),
             location=str(meta.get("location", "")),
+            section=str(meta["section"]) if meta.get("section") else None,
             modified=iso(meta.get("modified")),
             event_start=iso(meta.get("event_start")),
             event_end=iso(meta.get("event_end")),

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from ..clock import Clock
 from ..documents import DocType, Skipped, SourceDocument, valid_source_id
 from ..nextcloud import NextcloudClient, NotFound, Transient
-from .extract import MAX_CHARS as MAX_TEXT_CHARS
+from .extract.common import MAX_CHARS as MAX_TEXT_CHARS
 
 log = logging.getLogger(__name__)
 

@@ -185,17 +185,19 @@ class FilesSource(Source):
         response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
         try:  # in a bounded process: a hostile file can fail its own task, never stop the app
-            text = await run_parser("semantic_mcp.sources.extract:extract_text", response.content, info.mime, info.name)
+            extracted = await run_parser("semantic_mcp.sources.extract:extract", response.content, info.mime, info.name)
         except UnsupportedContent as exc:
             return Skipped(self.doc_type, source_id, exc.reason, version=version)
         except ParserFailed as exc:
             exc.version = version
             raise
+        text = compose_text(f"File: {info.name}", [("Path", info.path)], extracted.text)
+        shift = len(text) - len(extracted.text)  # the sections' offsets, past the heading lines
         return SourceDocument(
             doc_type=self.doc_type,
             source_id=source_id,
             title=info.name,
-            text=compose_text(f"File: {info.name}", [("Path", info.path)], text),
+            text=text,
             modified=info.modified,
             version=version,
             link=f"/f/{source_id}",
@@ -203,6 +205,7 @@ class FilesSource(Source):
             extra={"mime": info.mime, "size": str(info.size), **owner_extra(info.owner)},
             tags=info.tags,
             path=info.path,
+            sections=tuple((offset + shift, label) for offset, label in extracted.sections),
         )
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:

@@ -94,10 +94,10 @@ class _Worker:
         deadline = time.monotonic() + timeout
         try:
             _write_frame(self.process.stdin.fileno(), request)
-            answer = pickle.loads(_read_frame(self.process.stdout.fileno(), deadline))
-            if answer[0] == "memory":
+            status, value, retiring = pickle.loads(_read_frame(self.process.stdout.fileno(), deadline))
+            if retiring:
                 self.stop()  # it exits by itself; a fresh one takes the next document
-            return answer
+            return status, value
         except _Overrun:
             self.stop()
             raise ParserFailed(f"parsing took longer than {timeout:g} s (stopped)") from None
@@ -219,13 +219,18 @@ def _address_space() -> int:
 
 def _serve(memory_bytes: int) -> None:
     """Answer requests on stdin until it closes. The cap is counted from the size after start-up,
-    so it bounds what a parse may allocate, whatever importing the parsers took."""
+    so it bounds what a parse may allocate, whatever importing the parsers took.
+
+    A worker whose address space stays grown by more than half its bound after a parse (a large
+    document's heap is not always given back) answers that it is retiring and exits: the next
+    document, however innocent, would otherwise fail for lack of memory its predecessor left taken."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the app's Ctrl-C is the app's to handle
     stdin, stdout = sys.stdin.buffer.fileno(), os.dup(sys.stdout.buffer.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a parser's print() must not garble the answers
     for module in ("semantic_mcp.sources.extract", "semantic_mcp.sources.calendar", "semantic_mcp.sources.contacts"):
         importlib.import_module(module)
-    limit = _address_space() + memory_bytes
+    start = _address_space()
+    limit = start + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     _write_frame(stdout, _READY)
     functions: dict[str, Callable[..., Any]] = {}
@@ -238,14 +243,18 @@ def _serve(memory_bytes: int) -> None:
             if function not in functions:
                 module, _, name = function.partition(":")
                 functions[function] = getattr(importlib.import_module(module), name)
-            answer: tuple[str, Any] = ("ok", functions[function](*args))
+            answer: tuple[Any, ...] = ("ok", functions[function](*args))
         except MemoryError:
-            _write_frame(stdout, pickle.dumps(("memory", None)))
+            _write_frame(stdout, pickle.dumps(("memory", None, True)))
             return  # a fresh process for the next document: this one's heap may be in pieces
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, which decides
             answer = ("raised", exc)
+        retiring = _address_space() > start + memory_bytes // 2
+        answer = (*answer, retiring)
         try:
             payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - an exception that cannot be pickled
-            payload = pickle.dumps(("raised", RuntimeError(f"{type(exc).__name__}: {exc}")))
+            payload = pickle.dumps(("raised", RuntimeError(f"{type(exc).__name__}: {exc}"), retiring))
         _write_frame(stdout, payload)
+        if retiring:
+            return

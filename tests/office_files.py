@@ -1,0 +1,143 @@
+"""Office files, books and e-mails written the way users' programs write them: with openpyxl,
+python-pptx, odfpy, ebooklib and the standard library's ``email`` (no binary fixtures)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Sequence
+from email.message import EmailMessage
+
+import openpyxl
+import pptx
+from ebooklib import epub
+from odf.draw import Frame, Page, TextBox
+from odf.opendocument import OpenDocumentPresentation, OpenDocumentSpreadsheet
+from odf.presentation import Notes
+from odf.style import MasterPage, PageLayout
+from odf.table import Table, TableCell, TableRow
+from odf.text import P
+
+Sheets = dict[str, Sequence[Sequence[object]]]
+Slides = Sequence[tuple[str, str, str]]  # (title, body, speaker notes)
+
+
+def make_xlsx(sheets: Sheets) -> bytes:
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def make_ods(sheets: Sheets) -> bytes:
+    document = OpenDocumentSpreadsheet()
+    for name, rows in sheets.items():
+        table = Table(name=name)
+        for row in rows:
+            table_row = TableRow()
+            for value in row:
+                cell = TableCell(valuetype="string")
+                if value is not None:  # shown as the cell's text, as LibreOffice does (dates in ISO form here)
+                    cell.addElement(P(text=value.date().isoformat() if isinstance(value, dt.datetime) else str(value)))
+                table_row.addElement(cell)
+            table.addElement(table_row)
+        document.spreadsheet.addElement(table)
+    return _odf_bytes(document)
+
+
+def make_pptx(slides: Slides) -> bytes:
+    deck = pptx.Presentation()
+    for title, body, notes in slides:
+        slide = deck.slides.add_slide(deck.slide_layouts[1])  # "Title and Content"
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+        if notes:
+            slide.notes_slide.notes_text_frame.text = notes
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return buffer.getvalue()
+
+
+def make_odp(slides: Slides) -> bytes:
+    document = OpenDocumentPresentation()
+    layout = PageLayout(name="layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="master", pagelayoutname=layout)
+    document.masterstyles.addElement(master)
+    for number, (title, body, notes) in enumerate(slides, start=1):
+        page = Page(name=f"page{number}", masterpagename=master)
+        page.addElement(_frame(title, presentation_class="title"))
+        page.addElement(_frame(body, presentation_class="outline"))
+        if notes:
+            notes_element = Notes()
+            notes_element.addElement(_frame(notes, presentation_class="notes"))
+            page.addElement(notes_element)
+        document.presentation.addElement(page)
+    return _odf_bytes(document)
+
+
+def _frame(text: str, presentation_class: str) -> Frame:
+    frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm", attributes={"class": presentation_class})
+    box = TextBox()
+    for line in text.split("\n"):
+        box.addElement(P(text=line))
+    frame.addElement(box)
+    return frame
+
+
+def _odf_bytes(document: object) -> bytes:
+    buffer = io.BytesIO()
+    document.write(buffer)  # type: ignore[attr-defined]
+    return buffer.getvalue()
+
+
+def make_rtf(*paragraphs: str) -> bytes:
+    """RTF as WordPad writes it: a font table, then ``\\par``-ended paragraphs, non-ASCII as ``\\'xx``."""
+    body = "".join(
+        "".join(ch if ord(ch) < 128 else f"\\'{ord(ch.encode('cp1252', 'replace')):02x}" for ch in p) + "\\par\n"
+        for p in paragraphs
+    )
+    return ("{\\rtf1\\ansi\\ansicpg1252\\deff0{\\fonttbl{\\f0\\fnil Calibri;}}\n\\f0\\fs22 " + body + "}").encode()
+
+
+def make_epub(title: str, chapters: Sequence[tuple[str, str]]) -> bytes:
+    book = epub.EpubBook()
+    book.set_identifier("test-book")
+    book.set_title(title)
+    book.set_language("en")
+    items = []
+    for number, (heading, text) in enumerate(chapters, start=1):
+        item = epub.EpubHtml(title=heading, file_name=f"chapter{number}.xhtml", lang="en")
+        item.content = f"<html><body><h1>{heading}</h1><p>{text}</p></body></html>"
+        book.add_item(item)
+        items.append(item)
+    book.toc = items
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", *items]
+    buffer = io.BytesIO()
+    epub.write_epub(buffer, book)
+    return buffer.getvalue()
+
+
+def make_eml(subject: str, plain: str | None, html: str | None = None, attachment: str | None = None) -> bytes:
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = "Carla Ruiz <carla@example.org>"
+    message["To"] = "alice@example.org"
+    message["Date"] = "Tue, 03 Nov 2026 09:30:00 +0100"
+    if plain is not None:
+        message.set_content(plain)
+    if html is not None:
+        if plain is None:
+            message.set_content(html, subtype="html")
+        else:
+            message.add_alternative(html, subtype="html")
+    if attachment:
+        message.add_attachment(b"%PDF-1.4 not read", maintype="application", subtype="pdf", filename=attachment)
+    return message.as_bytes()
