@@ -7,8 +7,10 @@ through the fake server's Nextcloud APIs.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from fake_nextcloud import FakeNextcloud, seed
 from fake_nextcloud.appinfo import app_version, deploy_env_from_info_xml, routes_from_info_xml
@@ -17,7 +19,7 @@ from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
 from harness import McpHarness
 from semantic_mcp.clock import SHIFT_VARIABLE
 
-__all__ = ["APP_ID", "PUBLIC_HOST", "Stack"]
+__all__ = ["APP_ID", "PUBLIC_HOST", "Stack", "on_own_stack"]
 
 # What a real deployment's proxy forwards: the public Nextcloud name, never 127.0.0.1.
 PUBLIC_HOST = "cloud.example.com"
@@ -77,3 +79,13 @@ class Stack(McpHarness):
         if self.exapp:
             self.exapp.stop()
         self.fake.stop()
+
+
+def on_own_stack(workdir: Path, scenario: Callable[[Stack], Awaitable[None]], **options: Any) -> None:
+    """Run ``scenario`` on a stack of its own (``options`` as for :class:`Stack`), stopped afterwards:
+    for sync tests whose stack needs settings the shared fixtures do not have."""
+    stack = Stack(workdir, **options).start()
+    try:
+        asyncio.run(scenario(stack))
+    finally:
+        stack.stop()

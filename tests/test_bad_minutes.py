@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from harness import report_text
-from stack import APP_ID, PUBLIC_HOST, Stack
+from stack import APP_ID, PUBLIC_HOST, Stack, on_own_stack
 
 from fake_nextcloud.appinfo import app_version, routes_from_info_xml
 
@@ -170,11 +170,7 @@ async def test_a_secret_appapi_never_confirmed_is_never_tried(stack: Stack) -> N
 
 
 def test_missing_webhooks_are_registered_again_and_shown_meanwhile(tmp_path: Path) -> None:
-    own = Stack(tmp_path, profile="minimal", env={"WEBHOOK_CHECK_SECONDS": "3"}).start()
-    try:
-        asyncio.run(_webhooks_come_back(own))
-    finally:
-        own.stop()
+    on_own_stack(tmp_path, _webhooks_come_back, profile="minimal", env={"WEBHOOK_CHECK_SECONDS": "3"})
 
 
 async def _webhooks_come_back(stack: Stack) -> None:

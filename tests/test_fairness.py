@@ -5,13 +5,12 @@ Nextcloud a few cheap requests a pass (counted in the fake's access log)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 import time
 from pathlib import Path
 
 from harness import report_text
-from stack import APP_ID, Stack
+from stack import APP_ID, Stack, on_own_stack
 
 BIG, NEW, EDITOR = "alice", "zoe", "bob"  # alice is listed (and queued) first, zoe last
 
@@ -29,11 +28,7 @@ def backlog(stack: Stack, user: str) -> int:
 
 
 def test_a_big_backfill_holds_up_neither_a_new_user_nor_an_edit(tmp_path: Path) -> None:
-    stack = Stack(tmp_path, profile="minimal").start()
-    try:
-        asyncio.run(_big_backfill(stack))
-    finally:
-        stack.stop()
+    on_own_stack(tmp_path, _big_backfill, profile="minimal")
 
 
 async def _big_backfill(stack: Stack) -> None:
@@ -63,11 +58,7 @@ async def _found(stack: Stack, user: str, query: str, title: str) -> bool:
 
 
 def test_reconciling_an_unchanged_user_costs_a_few_requests_a_pass(tmp_path: Path) -> None:
-    stack = Stack(tmp_path, profile="minimal").start()
-    try:
-        asyncio.run(_unchanged_passes(stack))
-    finally:
-        stack.stop()
+    on_own_stack(tmp_path, _unchanged_passes, profile="minimal")
 
 
 async def _unchanged_passes(stack: Stack) -> None:
