@@ -43,6 +43,8 @@ async def _big_backfill(stack: Stack) -> None:
     await stack.all_indexed(NEW, "/Welcome/", first_days, timeout=180)
     left = backlog(stack, BIG)
     assert left >= 60, f"zoe waited for most of alice's backlog ({left} of 150 left)"
+    during = await stack.search(BIG, "the report from the archive")
+    assert any("still in progress" in note for note in during["notes"]), during["notes"]  # works, and says so
 
     edited = time.monotonic()
     fake.create_note(EDITOR, "Ferry", "The ferry to the island leaves at 07:40 from pier three.")
@@ -51,6 +53,8 @@ async def _big_backfill(stack: Stack) -> None:
     assert backlog(stack, BIG) > 0, "the edit waited for alice's whole backlog"
 
     await stack.all_indexed(BIG, "/Archive/", archive, timeout=600)  # and alice's backlog loses nothing
+    after = await stack.search(BIG, "the report from the archive")
+    assert after["results"] and not any("still in progress" in note for note in after["notes"]), after["notes"]
 
 
 async def _found(stack: Stack, user: str, query: str, title: str) -> bool:

@@ -365,6 +365,8 @@ def _finish(engine: "Engine", user: str, retrieved: Retrieved, ranking: Any, ana
     keys = _rerank_keys(retrieved)
     reranked = _book(engine.gates["rerank"], user, ranking, notes, lambda t: prompts.parse_rerank(t, keys) is not None)
     _book(engine.gates["query_analysis"], user, analysis, notes, lambda t: prompts.parse_analysis(t) is not None)
+    if queued := engine.state.pending_count(user):  # e.g. the first pass: search works, but says so
+        notes.append(f"Indexing is still in progress for you ({queued} item(s) queued): results may be incomplete.")
     return _Finished(user, _ranked(retrieved, ranking)[:limit], reranked, _method(retrieved, analysis, reranked), notes)
 
 
