@@ -120,6 +120,32 @@ class McpHarness:
                 raise TimeoutError(f"still pending after {timeout}s: {status['sources']}")
             await asyncio.sleep(0.3)
 
+    async def settled(self, users: tuple[str, ...] = ("alice", "bob"), timeout: float = 240.0,
+                      quiet: float = 5.0) -> None:
+        """Until every user's first pass is done, nothing is queued, and the ledger has not changed for
+        ``quiet`` seconds. A change a user just made is indexed before catching up (ADR 0015), so
+        finding a new note says nothing about the rest of the first pass."""
+        for user in users:
+            await self.eventually(lambda user=user: self._first_pass_done(user), timeout=timeout, interval=1.0)
+        deadline = time.monotonic() + timeout
+        ledger = "SELECT user, doc_type, source_id, version, chunk_count FROM documents"
+        last = None
+        while True:
+            queued = self.db_rows("SELECT count(*) FROM tasks")[0][0]
+            rows = set(self.db_rows(ledger))
+            if not queued and rows == last:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not settled after {timeout}s: {queued} task(s) queued")
+            last = rows if not queued else None
+            await asyncio.sleep(quiet)
+
+    async def _first_pass_done(self, user: str) -> bool:
+        try:
+            return (await self.status(user))["initial_indexing_progress"] == 100
+        except Exception:  # noqa: BLE001 - the app may still be starting
+            return False
+
     async def eventually(self, check: Callable[[], Any], timeout: float = 60.0, interval: float = 0.4) -> Any:
         """Await ``check()`` until it returns something truthy (it may be sync or async)."""
         deadline = time.monotonic() + timeout

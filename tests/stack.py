@@ -64,10 +64,7 @@ class Stack(McpHarness):
 
     async def wait_backfilled(self, timeout: float = 300.0) -> None:
         """The indexing pass that enabling the app starts has finished."""
-        await self.eventually(lambda: self._backfill_done(), timeout=timeout, interval=0.5)
-
-    async def _backfill_done(self) -> bool:
-        return (await self.status("alice"))["initial_indexing_progress"] == 100
+        await self.eventually(lambda: self._first_pass_done("alice"), timeout=timeout, interval=0.5)
 
     def start_exapp(self) -> ExAppProcess:
         self.exapp = ExAppProcess(

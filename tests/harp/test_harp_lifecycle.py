@@ -67,6 +67,7 @@ def test_an_update_to_a_new_image_tag_keeps_the_index_and_the_oauth_clients(harp
         "client_name": "Kept across updates", "redirect_uris": ["http://127.0.0.1:8765/callback"],
         "token_endpoint_auth_method": "none"}, timeout=30).json()["client_id"]
     assert token_error(harp, client_id) == "invalid_grant"
+    asyncio.run(harp.settled())
     before = indexed(harp)
     old_image = docker("inspect", "-f", "{{.Image}}", CONTAINER)
     # A new image (another ID, as a release would be) under the next tag, and info.xml naming it.

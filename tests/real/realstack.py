@@ -88,7 +88,7 @@ class RealStack(McpHarness):
         self.start_exapp()
         self.register()
         try:  # within pytest-timeout's 300 s, so that the reason is printed
-            asyncio.run(self.eventually(self._backfill_done, timeout=240, interval=1.0))
+            asyncio.run(self.eventually(lambda: self._first_pass_done("alice"), timeout=240, interval=1.0))
         except AssertionError as exc:
             raise AssertionError("\n\n".join([f"first indexing pass not done: {exc}"] + [
                 f"--- {title} ---\n{text}" for title, text in self.diagnostics()])) from None
@@ -122,12 +122,6 @@ class RealStack(McpHarness):
             sections.append(("webhook worker log (last 15 lines)",
                              "\n".join(worker.read_text(errors="replace").splitlines()[-15:])))
         return sections
-
-    async def _backfill_done(self) -> bool:
-        try:
-            return (await self.status("alice"))["initial_indexing_progress"] == 100
-        except Exception:  # noqa: BLE001 - AppAPI enables the app just after --wait-finish returns: 404 until then
-            return False
 
     def reset(self) -> None:
         """Nextcloud and the app's storage as they were right after the first indexing pass."""
