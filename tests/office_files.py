@@ -1,5 +1,8 @@
-"""Office files, books and e-mails written the way users' programs write them: with openpyxl,
-python-pptx, odfpy, ebooklib and the standard library's ``email`` (no binary fixtures)."""
+"""Office files, books, e-mails and scans written the way users' programs write them: with openpyxl,
+python-pptx, odfpy, ebooklib, the standard library's ``email`` and Pillow (no binary fixtures).
+
+Scans are text rendered onto a white page at about 300 dpi with a little noise and a slight tilt, as a
+phone or an office scanner delivers them; a scanned PDF is such pages with no text layer."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from odf.presentation import Notes
 from odf.style import MasterPage, PageLayout
 from odf.table import Table, TableCell, TableRow
 from odf.text import P
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 Sheets = dict[str, Sequence[Sequence[object]]]
 Slides = Sequence[tuple[str, str, str]]  # (title, body, speaker notes)
@@ -141,3 +145,55 @@ def make_eml(subject: str, plain: str | None, html: str | None = None, attachmen
     if attachment:
         message.add_attachment(b"%PDF-1.4 not read", maintype="application", subtype="pdf", filename=attachment)
     return message.as_bytes()
+
+
+_FONT_FILE = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # Debian's fonts-dejavu-core: accents and umlauts
+
+
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    try:
+        return ImageFont.truetype(_FONT_FILE, size)
+    except OSError:  # Pillow's own font has no accented letters: fine for English pages
+        return ImageFont.load_default(size=size)
+
+
+def render_page(text: str, *, width: int = 2480, font_size: int = 42, tilt: float = 0.6) -> Image.Image:
+    """``text`` (lines wrapped at ~70 characters) on an A4-wide page at 300 dpi, slightly tilted and blurred."""
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        words, line = paragraph.split(), ""
+        for word in words:
+            if len(line) + len(word) > 70:
+                lines.append(line)
+                line = ""
+            line = f"{line} {word}".strip()
+        lines.append(line)
+    height = max(600, 200 + len(lines) * int(font_size * 1.6))
+    page = Image.new("L", (width, height), 255)
+    draw = ImageDraw.Draw(page)
+    font = _font(font_size)
+    for number, line in enumerate(lines):
+        draw.text((150, 120 + number * int(font_size * 1.6)), line, font=font, fill=20)
+    return page.rotate(tilt, fillcolor=255, expand=False).filter(ImageFilter.GaussianBlur(0.7))
+
+
+def make_image(text: str, image_format: str = "PNG", **page: object) -> bytes:
+    """A photo or scan of one page: PNG, JPEG, TIFF or WEBP."""
+    buffer = io.BytesIO()
+    render_page(text, **page).convert("RGB" if image_format == "JPEG" else "L").save(buffer, image_format)
+    return buffer.getvalue()
+
+
+def make_scanned_pdf(*pages: str) -> bytes:
+    """A PDF as a scanner writes it: one image per page and no text layer."""
+    images = [render_page(text).convert("RGB") for text in pages]
+    buffer = io.BytesIO()
+    images[0].save(buffer, "PDF", resolution=300.0, save_all=True, append_images=images[1:])
+    return buffer.getvalue()
+
+
+def make_multipage_tiff(*pages: str) -> bytes:
+    images = [render_page(text) for text in pages]
+    buffer = io.BytesIO()
+    images[0].save(buffer, "TIFF", save_all=True, append_images=images[1:], compression="tiff_deflate")
+    return buffer.getvalue()
