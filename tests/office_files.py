@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import struct
 from collections.abc import Sequence
 from email.message import EmailMessage
 
 import openpyxl
 import pptx
+from extract_msg.ole_writer import OleWriter
 from ebooklib import epub
 from odf.draw import Frame, Page, TextBox
 from odf.opendocument import OpenDocumentPresentation, OpenDocumentSpreadsheet
@@ -145,6 +147,31 @@ def make_eml(subject: str, plain: str | None, html: str | None = None, attachmen
     if attachment:
         message.add_attachment(b"%PDF-1.4 not read", maintype="application", subtype="pdf", filename=attachment)
     return message.as_bytes()
+
+
+def make_msg(subject: str, body: str, sender: str = "Carla Ruiz", html: str | None = None) -> bytes:
+    """An Outlook message (.msg) as Outlook stores one: a Compound File whose properties are streams
+    (``__substg1.0_<tag>``, UTF-16 strings) listed in ``__properties_version1.0`` ([MS-OXMSG])."""
+    strings = {0x001A: "IPM.Note", 0x0037: subject, 0x0C1A: sender, 0x0E04: "alice@example.org"}
+    if body:
+        strings[0x1000] = body
+    writer = OleWriter()
+    table = bytearray(32)  # the top-level header: reserved, next recipient/attachment ids, counts
+    for prop_id, text in strings.items():
+        data = text.encode("utf-16-le")
+        tag = prop_id << 16 | 0x001F  # PT_UNICODE
+        writer.addEntry(f"__substg1.0_{tag:08X}", data)
+        table += struct.pack("<IIII", tag, 6, len(data) + 2, 0)  # readable and writable; size with its NUL
+    if html is not None:  # PR_HTML, binary
+        writer.addEntry("__substg1.0_10130102", html.encode())
+        table += struct.pack("<IIII", 0x10130102, 6, len(html.encode()), 0)
+    writer.addEntry("__properties_version1.0", bytes(table))
+    writer.addEntry("__nameid_version1.0", storage=True)
+    for stream in ("00020102", "00030102", "00040102"):
+        writer.addEntry(f"__nameid_version1.0/__substg1.0_{stream}", b"")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
 
 
 _FONT_FILE = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # Debian's fonts-dejavu-core: accents and umlauts

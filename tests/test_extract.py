@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 import zipfile
 
 import docx
@@ -133,6 +134,14 @@ def test_pdf_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(common, "MAX_PDF_PAGES", 2)
     text = extract_text(make_pdf("one", "two", "three"), "application/pdf", "long.pdf")
     assert "two" in text and "three" not in text
+
+
+def test_a_10000_page_pdf_gives_its_first_pages_within_bounds() -> None:
+    started = time.monotonic()
+    extracted = extract(make_pdf(*(f"Page number {n} of the archive" for n in range(1, 10_001))),
+                        "application/pdf", "archive.pdf")
+    assert len(extracted.sections) == common.MAX_PDF_PAGES and extracted.sections[-1][1] == "Page 500"
+    assert time.monotonic() - started < common.EXTRACT_SECONDS + 10
 
 
 def test_a_pdf_without_a_text_layer_says_so() -> None:

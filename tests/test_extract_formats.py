@@ -1,4 +1,4 @@
-"""Spreadsheets, presentations, RTF, EPUB and e-mail: what each yields, with its sections, and every
+"""Spreadsheets, presentations, RTF, EPUB and e-mail (.eml, .msg): what each yields, with its sections, and every
 way such a file can be unusable or hostile (each ends in a reason, within bounds)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import zipfile
 
 import pytest
-from office_files import make_eml, make_epub, make_odp, make_ods, make_pptx, make_rtf, make_xlsx
+from office_files import make_eml, make_epub, make_msg, make_odp, make_ods, make_pptx, make_rtf, make_xlsx
 from semantic_mcp.sources.extract import UnsupportedContent, common, content_kind, extract, extract_text
 from test_extract import make_zip
 
@@ -87,6 +87,21 @@ def test_eml_with_only_html_goes_through_the_html_extractor() -> None:
     mail = make_eml("Offer", None, "<h2>Spring sale</h2><script>track()</script><p>All <b>tents</b> half price</p>")
     text = extracted("offer.eml", mail).text
     assert text.endswith("## Spring sale\n\nAll tents half price") and "track()" not in text
+
+
+def test_outlook_msg_reads_like_an_eml() -> None:
+    mail = make_msg("Boiler service", "Booked for Tuesday at 8 by Heizwerk Brandt.")
+    assert extracted("boiler.msg", mail).text == (
+        "# Boiler service\nFrom: Carla Ruiz\n\nBooked for Tuesday at 8 by Heizwerk Brandt.")
+    html_only = make_msg("Quote", "", html="<p>The <b>Lindqvist</b> quote is 400 EUR.</p><script>x()</script>")
+    assert extracted("quote.msg", html_only).text.endswith("The Lindqvist quote is 400 EUR.")
+
+
+@pytest.mark.parametrize("data", [b"From: not an outlook file\n\nhello",
+                                  b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(2048), make_msg("Cut", "short")[:1500]])
+def test_a_broken_msg_ends_in_a_reason(data: bytes) -> None:
+    with pytest.raises(UnsupportedContent, match="Outlook message|corrupt or unreadable MSG"):
+        extracted("broken.msg", data)
 
 
 # --- files that are unusable or hostile ---------------------------------------------------------
@@ -207,7 +222,7 @@ def test_billion_laughs_entities_are_refused_or_left_unexpanded() -> None:
 def test_the_fake_nextcloud_names_these_types_as_nextcloud_34_does_and_the_app_reads_them() -> None:
     """resources/config/mimetypemapping.dist.json of Nextcloud 34.0.1, not the host's guesses."""
     named = {name: mimetype_for(name) for name in ("a.xlsx", "a.XLSM", "a.ods", "a.pptm", "a.odp", "a.rtf",
-                                                   "a.epub", "a.eml")}
+                                                   "a.epub", "a.eml", "a.msg")}
     assert named == {
         "a.xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         "a.XLSM": "application/vnd.ms-excel.sheet.macroEnabled.12",
@@ -217,6 +232,7 @@ def test_the_fake_nextcloud_names_these_types_as_nextcloud_34_does_and_the_app_r
         "a.rtf": "text/rtf",
         "a.epub": "application/epub+zip",
         "a.eml": "message/rfc822",
+        "a.msg": "application/vnd.ms-outlook",
     }
     assert [content_kind(mime, "x") for mime in named.values()] == [
-        "xlsx", "xlsx", "ods", "pptx", "odp", "rtf", "epub", "eml"]
+        "xlsx", "xlsx", "ods", "pptx", "odp", "rtf", "epub", "eml", "msg"]

@@ -49,7 +49,13 @@ if ! docker image inspect "$image:in-$app_key" >/dev/null 2>&1; then
   mirror="$CACHE/mirror"; frp="frp_0.61.1_linux_$(dpkg --print-architecture)"
   wheels_done="$mirror/wheels/.downloaded-$(sha < requirements.txt)"  # pip download takes minutes even when cached
   if [ ! -f "$wheels_done" ]; then
-    python3 -m pip download -q -d "$mirror/wheels" -r requirements.txt >&2 && touch "$wheels_done"
+    python3 -m pip download -q -d "$mirror/wheels" -r requirements.txt >&2
+    # A dependency published only as source (red-black-tree-mod, for extract-msg) is built here: the
+    # image's pip then finds a wheel, and needs no build tools from an index it cannot reach.
+    for sdist in "$mirror"/wheels/*.tar.gz; do
+      if [ -e "$sdist" ]; then python3 -m pip wheel -q --no-deps -w "$mirror/wheels" "$sdist" >&2; rm "$sdist"; fi
+    done
+    touch "$wheels_done"
   fi
   rm -rf "$mirror/$frp" && mkdir -p "$mirror/$frp" "$mirror/frp/v0.61.1" && cp "$CACHE/harp-build/ctx/frpc" "$mirror/$frp/"
   tar -C "$mirror" -czf "$mirror/frp/v0.61.1/$frp.tar.gz" "$frp"

@@ -1,8 +1,9 @@
-"""Issue 20 on a real Nextcloud 34.0.1: spreadsheets, presentations, a PDF, RTF, EPUB, an e-mail,
-photos of receipts and a scanned PDF uploaded through WebDAV as a sync client does (no type of its
-own: Nextcloud names it from the extension), indexed through the webhooks (the images and the scan
-by OCR, in its own lane), and found through the proxy by their content with the page, slide or
-sheet rows in the hit; a password-protected workbook is skipped with the reason.
+"""Issue 20 on a real Nextcloud 34.0.1: spreadsheets, presentations, a PDF, RTF, EPUB, e-mails
+(.eml and Outlook's .msg), photos of receipts, a scanned PDF and a fax uploaded through WebDAV as
+a sync client does (no type of its own: Nextcloud names it from the extension), indexed through
+the webhooks (the images and the scans by OCR, in its own lane), and found through the proxy by
+their content with the page, slide or sheet rows in the hit; a password-protected workbook is
+skipped with the reason.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from office_files import (
     make_eml,
     make_epub,
     make_image,
+    make_msg,
     make_multipage_tiff,
     make_odp,
     make_ods,
@@ -49,6 +51,8 @@ FILES = {
                              "Sorrelwyn lighthouse keeper", None),
     "/Formats/tapas.eml": (make_eml("Tapas on Friday", "Shall we meet at the Marzipella bar at nine?"),
                            "Marzipella tapas bar", None),
+    "/Formats/boiler.msg": (make_msg("Boiler service", "The Heizwerk Brandt technician services the boiler on Tuesday."),
+                            "Heizwerk Brandt boiler service", None),
     "/Formats/receipt.jpg": (make_image("Thornbury hardware: two brass hinges, total EUR 41.90", "JPEG"),
                              "brass hinges from Thornbury hardware", None),
     "/Formats/parking.png": (make_image("Parking permit for the Wexcombe depot, valid until June"),

@@ -1,10 +1,10 @@
 """Turn a file's bytes into plain text for embedding, with the pages, slides and sheets it holds.
 
 Formats: text, Markdown, HTML, RTF, PDF, Word (DOCX), OpenDocument (ODT, ODS, ODP), Excel (XLSX,
-XLSM), PowerPoint (PPTX, PPTM), EPUB, e-mail (.eml), and with OCR images (PNG, JPEG, TIFF, WEBP,
+XLSM), PowerPoint (PPTX, PPTM), EPUB, e-mail (.eml, .msg), and with OCR images (PNG, JPEG, TIFF, WEBP,
 GIF, BMP) and scanned PDF pages. One module per format family reads them through a maintained
-library (pypdf, python-docx, openpyxl, python-pptx, ebooklib, striprtf, ``email``, Pillow and
-Tesseract); this module picks the extractor and assembles what it returns.
+library (pypdf, python-docx, openpyxl, python-pptx, ebooklib, striprtf, ``email``, extract-msg,
+Pillow and Tesseract); this module picks the extractor and assembles what it returns.
 
 Everything that can go wrong with a user's file ends in :class:`UnsupportedContent` with a reason a
 human can read in the status tool ("encrypted PDF", "binary content in a text file"), never in an
@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 from . import common
 from .common import Section, UnsupportedContent
 from .epub import epub_text
-from .mail import eml_text
+from .mail import eml_text, msg_text
 from .odf import odp_slides, ods_sheets, odt_text
 from .ocr import NeedsOcr, OcrOptions, image_sections
 from .ooxml import docx_text, pptx_slides, xlsx_sheets
@@ -57,6 +57,7 @@ _KIND_BY_MIME = {
     ODP_MIME: "odp",
     "application/epub+zip": "epub",
     "message/rfc822": "eml",
+    "application/vnd.ms-outlook": "msg",
     "text/rtf": "rtf",
     "application/rtf": "rtf",
     "text/html": "html",
@@ -84,6 +85,7 @@ _KIND_BY_SUFFIX = {
     ".odp": "odp",
     ".epub": "epub",
     ".eml": "eml",
+    ".msg": "msg",
     ".rtf": "rtf",
     **dict.fromkeys((".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".gif", ".bmp"), "image"),
 }
@@ -102,6 +104,7 @@ _EXTRACTORS: dict[str, Callable[[bytes], str | list[Section]]] = {
     "odp": odp_slides,
     "epub": epub_text,
     "eml": eml_text,
+    "msg": msg_text,
 }
 
 

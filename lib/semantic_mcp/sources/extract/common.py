@@ -47,12 +47,12 @@ class Budget:
         return self.left <= 0 or time.monotonic() > self.deadline
 
 
-_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a Compound File, not a zip: how Office stores an encrypted file
+OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a Compound File, not a zip: an encrypted Office file, an Outlook .msg
 
 
 def open_zip(data: bytes) -> zipfile.ZipFile:
     """The archive of an Office file or EPUB, once its declared uncompressed size is within bounds."""
-    if data.startswith(_OLE):
+    if data.startswith(OLE):
         raise UnsupportedContent("password-protected (encrypted) or pre-2007 Office file")
     archive = zipfile.ZipFile(io.BytesIO(data))
     if sum(info.file_size for info in archive.infolist()) > MAX_UNZIPPED_BYTES:
