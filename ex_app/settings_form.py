@@ -45,7 +45,7 @@ ADMIN_FORM = SettingsForm(
     fields=[
         _checkbox("index_notes", "Index notes"),
         _checkbox("index_files", "Index files",
-                  "Text, Markdown, HTML, RTF, PDF, Word, Excel, PowerPoint, OpenDocument, EPUB, e-mail (.eml), and "
+                  "Text, Markdown, HTML, RTF, PDF, Word, Excel, PowerPoint, OpenDocument, EPUB, e-mail (.eml, .msg), and "
                   "with OCR images and scanned PDFs"),
         _checkbox("index_deck_cards", "Index Deck cards"),
         _checkbox("index_calendar_events", "Index calendar events"),

@@ -13,11 +13,9 @@ import zlib
 from pathlib import Path
 
 import pytest
-from PIL import Image
-
 from office_files import make_image, make_multipage_tiff, make_scanned_pdf
-from semantic_mcp.sources.extract import NeedsOcr, OcrOptions, UnsupportedContent, extract
-from semantic_mcp.sources.extract import ocr
+from PIL import Image
+from semantic_mcp.sources.extract import NeedsOcr, OcrOptions, UnsupportedContent, extract, ocr
 from stack import APP_ID, Stack, on_own_stack
 
 pytestmark = pytest.mark.skipif(not ocr.installed_languages(), reason="Tesseract is not installed (make test installs it)")
@@ -50,7 +48,7 @@ def test_a_scanned_pdf_is_read_page_by_page() -> None:
     with pytest.raises(NeedsOcr):
         extract(data, "application/pdf", "scan.pdf")
     extracted = extract(data, "application/pdf", "scan.pdf", ALL)
-    labels = dict((label, offset) for offset, label in extracted.sections)
+    labels = {label: offset for offset, label in extracted.sections}
     assert list(labels) == ["Page 1", "Page 2"]
     assert "hinges" in extracted.text[: labels["Page 2"]] and "Kaution" in extracted.text[labels["Page 2"]:]
 
@@ -62,7 +60,6 @@ def test_a_multipage_tiff_has_a_section_per_page() -> None:
 
 def test_a_pdf_with_text_pages_and_a_scanned_page_reads_both() -> None:
     from pypdf import PdfReader, PdfWriter
-
     from test_extract import make_pdf
 
     writer = PdfWriter()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from ..documents import SourceDocument, Skipped, valid_source_id
+from ..documents import Skipped, SourceDocument, valid_source_id
 from ..nextcloud import (
     DavEntry,
     NextcloudClient,

@@ -54,7 +54,8 @@ def installed_languages() -> frozenset[str]:
     if shutil.which("tesseract") is None:
         return frozenset()
     try:
-        listing = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, timeout=30).stdout
+        listing = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, timeout=30,
+                                 check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     return frozenset(line.strip() for line in listing.splitlines()[1:] if line.strip() and line.strip() != "osd")
@@ -99,7 +100,7 @@ def read_image(image: Image.Image, options: OcrOptions, budget: Budget | None = 
     try:
         result = subprocess.run(
             ["tesseract", "stdin", "stdout", "-l", "+".join(languages), "--psm", "3"],
-            input=png.getvalue(), capture_output=True, timeout=seconds, preexec_fn=_lower_priority,
+            input=png.getvalue(), capture_output=True, timeout=seconds, preexec_fn=_lower_priority, check=False,
             env={**os.environ, "OMP_THREAD_LIMIT": "1"},  # one core: the other serves searches and the fast lane
         )
     except subprocess.TimeoutExpired:  # this page stays without text; the file's other pages count
