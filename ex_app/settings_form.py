@@ -44,7 +44,9 @@ ADMIN_FORM = SettingsForm(
     priority=10,
     fields=[
         _checkbox("index_notes", "Index notes"),
-        _checkbox("index_files", "Index files", "Text, Markdown, HTML, PDF, DOCX and ODT"),
+        _checkbox("index_files", "Index files",
+                  "Text, Markdown, HTML, RTF, PDF, Word, Excel, PowerPoint, OpenDocument, EPUB, e-mail (.eml), and "
+                  "with OCR images and scanned PDFs"),
         _checkbox("index_deck_cards", "Index Deck cards"),
         _checkbox("index_calendar_events", "Index calendar events"),
         _checkbox("index_contacts", "Index contacts"),
@@ -53,6 +55,14 @@ ADMIN_FORM = SettingsForm(
                   "'Templates credits.md', the Nextcloud flyer, example documents), recognised by path and size as "
                   "Nextcloud ships them. Off, they stay out of search results; an edited copy, or a user's own "
                   "file in Templates/, is always indexed."),
+        _checkbox("ocr_enabled", "Read text in images and scans (OCR)",
+                  "PNG, JPEG, TIFF, WEBP, GIF and BMP files and PDF pages without a text layer are read with "
+                  "Tesseract, one file at a time, after all other indexing work: about a second a page. Exclude photo "
+                  "folders (e.g. /InstantUpload/*) below if they hold no documents"),
+        _text("ocr_languages", "OCR languages",
+              "Comma-separated Tesseract codes, as installed in the app's image: eng, deu, fra, spa. Each one "
+              "more makes OCR slower; fewer read accented letters less well",
+              placeholder="eng, deu, fra, spa"),
         _text("excluded_tag", "Exclusion tag",
               "Files and notes with this system tag, Deck cards with this label, events and contacts with this "
               "category are never indexed"),

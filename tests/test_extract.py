@@ -205,6 +205,8 @@ def test_long_text_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
         (DOCX_MIME, "r.docx", "docx"),
         (ODT_MIME, "r.odt", "odt"),
         ("text/rtf", "letter.rtf", "rtf"),  # text/* in name only: markup, read by its own extractor
+        ("image/jpeg", "photo.jpg", "image"),  # read by OCR (tests/test_ocr.py)
+        ("application/octet-stream", "scan.TIFF", "image"),
     ],
 )
 def test_content_kind(mime: str, name: str, kind: str) -> None:
@@ -214,7 +216,7 @@ def test_content_kind(mime: str, name: str, kind: str) -> None:
 @pytest.mark.parametrize(
     ("mime", "name"),
     [
-        ("image/jpeg", "photo.jpg"),
+        ("image/svg+xml", "drawing.svg"),
         ("application/zip", "archive.zip"),
         ("video/mp4", "clip.mp4"),
         ("audio/mpeg", "song.mp3"),

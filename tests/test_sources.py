@@ -207,7 +207,7 @@ async def test_files_fetch_reports_bad_content_as_skipped(nc: NextcloudClient, h
     ("file_id", "extra", "reason"),
     [
         ("30", "<oc:size xmlns:oc='http://owncloud.org/ns'>13</oc:size>", "too large: 13 bytes, the limit is 5"),
-        ("28", "", "unsupported file type image/jpeg"),
+        ("28", "", "an image: reading text in images (OCR) is off"),  # SourceOptions() has no OCR languages
         ("22", "", "a note (indexed by the notes source)"),
         ("30", TAG.format("no-ai"), "tagged 'no-ai'"),
     ],

@@ -177,6 +177,8 @@ class AdminSettings:
     nextcloud_ai_answers: bool = True  # answer through Nextcloud's TaskProcessing when the client cannot sample
     nextcloud_ai_timeout_seconds: float = 30.0
     index_nextcloud_examples: bool = False  # the example files Nextcloud puts in every new account
+    ocr_enabled: bool = True  # read text in images and scanned PDF pages (Tesseract, ADR 0601)
+    ocr_languages: tuple[str, ...] = ("eng", "deu", "fra", "spa")  # Tesseract's codes, as installed in the image
     users_enabled_by_default: bool = True
     # OAuth 2.1 for connector clients (lib/semantic_mcp/oauth, ADR 0100)
     oauth_enabled: bool = True
@@ -184,6 +186,11 @@ class AdminSettings:
     oauth_metadata_hosts: tuple[str, ...] = ()  # allow-list of client metadata hosts; empty = any public host
     oauth_allow_registration: bool = True  # RFC 7591 dynamic registration (claude.ai, ChatGPT, VS Code use it)
     oauth_allow_private_metadata_hosts: bool = False  # loopback/private addresses for client metadata (tests)
+
+    @property
+    def reading_languages(self) -> tuple[str, ...]:
+        """The OCR languages in effect: none while OCR is off."""
+        return tuple(code.lower() for code in self.ocr_languages) if self.ocr_enabled else ()
 
     def source_enabled(self, doc_type: DocType) -> bool:
         return bool(getattr(self, f"index_{doc_type}s"))

@@ -138,11 +138,12 @@ class Engine:
     def sources(self) -> dict[str, Source]:
         settings = self.settings()
         key = (settings.enabled_doc_types, settings.max_file_size_mb, settings.excluded_paths, settings.excluded_tag,
-               settings.index_nextcloud_examples)
+               settings.index_nextcloud_examples, settings.reading_languages)
         if key != self._sources_key:
             options = SourceOptions(
                 max_file_size=settings.max_file_size_mb * 1024 * 1024, excluded_paths=settings.excluded_paths,
                 excluded_tag=settings.excluded_tag, index_examples=settings.index_nextcloud_examples, clock=self.clock,
+                ocr_languages=settings.reading_languages,
             )
             self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
             if self._sources_key is not None:
@@ -369,6 +370,7 @@ class Engine:
             doc_type: {
                 "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
                 **{n: per_type.get(doc_type, {}).get(n, 0) for n in ("indexed", "pending", "failed", "skipped")},
+                **({"waiting_for_ocr": per_type.get(doc_type, {}).get("waiting_for_ocr", 0)} if doc_type == "file" else {}),
                 "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
             }
             for doc_type in DOC_TYPES

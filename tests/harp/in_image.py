@@ -1,16 +1,23 @@
 """Run by the image's own Python (tests/harp/test_harp_image.py): the app's import graph, both
-built-in embedding models and both store modes, on the venv the Dockerfile slimmed.
+built-in embedding models and both store modes, on the venv the Dockerfile slimmed, and OCR with
+the image's Tesseract in every language it offers.
 
-Usage: python3 in_image.py CHROMA_HOST CHROMA_PORT STORE_DIR; prints one JSON line per model.
+Usage: python3 in_image.py CHROMA_HOST CHROMA_PORT STORE_DIR; prints one JSON line per model, then
+one for OCR.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 
+from PIL import Image, ImageDraw, ImageFont
+
 import ex_app.main  # noqa: F401 - everything the app imports at start must be there
 from semantic_mcp.embedding import make_embedder
+from semantic_mcp.sources.extract import OcrOptions, extract
+from semantic_mcp.sources.extract.ocr import LANGUAGES, installed_languages
 from semantic_mcp.store import ChunkRecord, VectorStore
 
 DOCS = {
@@ -37,6 +44,13 @@ def main(host: str, port: int, store_dir: str) -> None:
             store.upsert("alice", [chunk(key, text) for key, text in DOCS.items()], vectors)
             found[mode] = store.query("alice", embedder.embed_query(QUESTION), 1)[0].doc_key
         print(json.dumps({"backend": backend, "model_id": embedder.model_id, "found": found}), flush=True)
+
+    page = Image.new("L", (1800, 300), 255)  # Pillow's own font: the image has no system fonts
+    ImageDraw.Draw(page).text((60, 100), "Receipt: two hinges, total EUR 41.90", font=ImageFont.load_default(size=48))
+    png = io.BytesIO()
+    page.save(png, "PNG")
+    text = extract(png.getvalue(), "image/png", "receipt.png", OcrOptions(LANGUAGES)).text
+    print(json.dumps({"ocr_languages": sorted(installed_languages()), "ocr_text": text}), flush=True)
 
 
 if __name__ == "__main__":

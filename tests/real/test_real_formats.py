@@ -1,7 +1,8 @@
-"""Issue 20 on a real Nextcloud 34.0.1: spreadsheets, presentations, a PDF, RTF, EPUB and an e-mail
-uploaded through WebDAV as a sync client does (no type of its own: Nextcloud names it from the
-extension), indexed through the webhooks, and found through the proxy by their content with the
-page, slide or sheet rows in the hit; a password-protected workbook is skipped with the reason.
+"""Issue 20 on a real Nextcloud 34.0.1: spreadsheets, presentations, a PDF, RTF, EPUB, an e-mail,
+photos of receipts and a scanned PDF uploaded through WebDAV as a sync client does (no type of its
+own: Nextcloud names it from the extension), indexed through the webhooks (the images and the scan
+by OCR, in its own lane), and found through the proxy by their content with the page, slide or
+sheet rows in the hit; a password-protected workbook is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ import pytest
 from realstack import RealStack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from office_files import make_eml, make_epub, make_odp, make_ods, make_pptx, make_rtf, make_xlsx
+from office_files import (
+    make_eml,
+    make_epub,
+    make_image,
+    make_multipage_tiff,
+    make_odp,
+    make_ods,
+    make_pptx,
+    make_rtf,
+    make_scanned_pdf,
+    make_xlsx,
+)
 from test_extract import make_pdf
 
 ROWS = [("Product", "Price", "Supplier")] + [
@@ -37,6 +49,15 @@ FILES = {
                              "Sorrelwyn lighthouse keeper", None),
     "/Formats/tapas.eml": (make_eml("Tapas on Friday", "Shall we meet at the Marzipella bar at nine?"),
                            "Marzipella tapas bar", None),
+    "/Formats/receipt.jpg": (make_image("Thornbury hardware: two brass hinges, total EUR 41.90", "JPEG"),
+                             "brass hinges from Thornbury hardware", None),
+    "/Formats/parking.png": (make_image("Parking permit for the Wexcombe depot, valid until June"),
+                             "Wexcombe depot parking permit", None),
+    "/Formats/lease-scan.pdf": (make_scanned_pdf("Lease agreement, page one: the parties.",
+                                                 "Die Kaution für die Wohnung in Quellbrunn beträgt 2.850 Euro."),
+                                "Kaution Wohnung Quellbrunn", "Page 2"),
+    "/Formats/fax.tiff": (make_multipage_tiff("Fax cover sheet", "The Ravensholm delivery is postponed to Friday."),
+                          "Ravensholm delivery postponed", "Page 2"),
 }
 LOCKED = "/Formats/locked.xlsx"
 

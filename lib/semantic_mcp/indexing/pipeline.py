@@ -1,5 +1,10 @@
 """The indexing worker: take queued tasks, fetch, chunk, embed, upsert or delete.
 
+Two lanes drain the one queue: the main lane (changes users just made, then catching up) and the
+OCR lane, one file at a time, for files whose text is in images (ADR 0601). A source raises
+:class:`NeedsOcr` for such a file in the main lane; the task moves to the OCR lane, which runs
+beside the main one, so a thousand scans never hold up anybody's edited note.
+
 Idempotent by construction: chunk ids are derived from the document (``doc_key#n``), Chroma and
 the keyword index upsert by id, embeddings come from a persistent cache keyed by text, and the
 ledger in :class:`IndexState` is written last. A crash at any point therefore repeats at most the
@@ -21,10 +26,11 @@ from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source, screen
+from ..sources.extract import NeedsOcr
 from ..sources.parser_process import ParserFailed
 from ..store import ChunkRecord, VectorStore
 from .chunking import chunk_document
-from .state import IndexState, Task
+from .state import OCR_PAYLOAD, IndexState, Task
 
 log = logging.getLogger(__name__)
 
@@ -133,33 +139,36 @@ class Pipeline:
         self._is_user_enabled = is_user_enabled
         self.batch_size = batch_size
         self.stats = PipelineStats()
-        self._wake = asyncio.Event()
+        self._wake = {"main": asyncio.Event(), "ocr": asyncio.Event()}
 
-    def wake(self) -> None:
+    def wake(self, lane: str = "main") -> None:
         """Called after enqueueing, so new work starts now rather than at the next poll."""
-        self._wake.set()
+        self._wake[lane].set()
 
     async def run(self) -> None:
         recovered = self.state.recover(self.max_attempts)
         if recovered:
             log.info("Resuming %d indexing task(s) interrupted by the last shutdown", recovered)
+        await asyncio.gather(self._run_lane("main"), self._run_lane("ocr"))
+
+    async def _run_lane(self, lane: str) -> None:
         while True:
             # The whole queue waits while Nextcloud is unavailable or refuses the app: no task is
             # tried, so none spends an attempt or dead-letters for what is not its fault.
             await self.nc.health.wait_usable()
-            processed = await self.run_once()
+            processed = await self.run_once(lane)
             if processed:
                 continue
-            wait = self.state.next_ready_in()
-            self._wake.clear()
+            wait = self.state.next_ready_in(lane)
+            self._wake[lane].clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=min(wait if wait is not None else 30.0, 30.0))
+                await asyncio.wait_for(self._wake[lane].wait(), timeout=min(wait if wait is not None else 30.0, 30.0))
             except TimeoutError:
                 pass
 
-    async def run_once(self) -> int:
-        """Process one batch; returns how many tasks it took."""
-        tasks = self.state.claim(self.batch_size)
+    async def run_once(self, lane: str = "main") -> int:
+        """Process one batch of the lane; returns how many tasks it took."""
+        tasks = self.state.claim(self.batch_size if lane == "main" else 1, lane)
         if not tasks:
             return 0
         started = time.monotonic()
@@ -174,8 +183,9 @@ class Pipeline:
         if to_embed:
             await self._index(to_embed)
         self.stats.processed += len(tasks)
-        self.stats.last_batch_seconds = time.monotonic() - started
-        self.batch_size = next_batch_size(self.batch_size, len(tasks), self.stats.last_batch_seconds)
+        if lane == "main":  # an OCR file's minutes say nothing about the main lane's batches
+            self.stats.last_batch_seconds = time.monotonic() - started
+            self.batch_size = next_batch_size(self.batch_size, len(tasks), self.stats.last_batch_seconds)
         return len(tasks)
 
     async def _fetch(self, task: Task) -> SourceDocument | None:
@@ -220,6 +230,11 @@ class Pipeline:
         except Transient as exc:  # e.g. a timeout on this one request
             self._fail(task, f"Nextcloud could not answer: {exc}")
             return None
+        except NeedsOcr:  # its text is in images: read in the OCR lane, after everything else
+            log.info("%s for %s has its text in images: moved to the OCR lane", ref.key, ref.user)
+            self.state.to_ocr_lane(task)
+            self.wake("ocr")
+            return None
         except ParserFailed as exc:  # out of time or memory: retried, then dead-lettered with the reason
             log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
             self._fail(task, exc.reason, refused=exc.version)
@@ -258,6 +273,8 @@ class Pipeline:
             # current version (a HEAD, which also says 404 for an object deleted since).
             if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):
                 return doc
+        if payload == OCR_PAYLOAD:
+            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr=True)  # type: ignore[call-arg]
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id)
 
     async def _index(self, items: list[tuple[Task, SourceDocument]]) -> None:

@@ -26,6 +26,10 @@ from .user_records import UserRecords
 
 Action = Literal["upsert", "delete"]
 
+# A task's priority: its lane and place in it (ADR 0015, ADR 0601).
+URGENT, CATCHING_UP, OCR = 0, 1, 2  # a change a user just made; catching up; a file waiting for OCR
+OCR_PAYLOAD = {"ocr": True}  # what an OCR-lane task carries, so that its source reads the images
+
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
@@ -39,7 +43,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     running INTEGER NOT NULL DEFAULT 0,
     enqueued_at REAL NOT NULL,
     last_error TEXT,
-    priority INTEGER NOT NULL DEFAULT 1,  -- 0: a change a user just made (an event); 1: catching up
+    priority INTEGER NOT NULL DEFAULT 1,  -- 0: a change a user just made (an event); 1: catching up; 2: OCR
     PRIMARY KEY (user, doc_type, source_id)
 );
 CREATE INDEX IF NOT EXISTS tasks_ready ON tasks (running, not_before);
@@ -108,7 +112,7 @@ class IndexState(UserRecords):
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
-        self._turns = Turns()
+        self._turns = {CATCHING_UP: Turns(CATCHING_UP), OCR: Turns(OCR)}
         self._db.executescript(_SCHEMA)
         if "account_id" not in {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}:
             self._db.execute("ALTER TABLE users ADD COLUMN account_id TEXT")  # a database from before it
@@ -153,27 +157,31 @@ class IndexState(UserRecords):
                          action = excluded.action, payload = excluded.payload,
                          generation = tasks.generation + 1, attempts = 0, not_before = 0,
                          last_error = NULL, priority = MIN(tasks.priority, excluded.priority)""",
-                    (*_key(ref), action, json.dumps(payload) if payload else None, now, 0 if urgent else 1),
+                    (*_key(ref), action, json.dumps(payload) if payload else None, now, URGENT if urgent else CATCHING_UP),
                 )
         return len(refs)
 
-    def claim(self, limit: int) -> list[Task]:
+    def claim(self, limit: int, lane: str = "main") -> list[Task]:
         """Take up to ``limit`` ready tasks and mark them running: the changes users just made
         first, then the catching up, users taking turns (each user's oldest task, then each
-        user's second…), so a user with 50,000 items to index holds nobody else up.
+        user's second…), so a user with 50,000 items to index holds nobody else up. The ``"ocr"``
+        lane takes only the files waiting for OCR, users taking turns as well (ADR 0601).
 
         The attempt is counted here, before the work: a task that hangs the worker or kills the
         process (out of memory, ``kill -9``) has spent it when :meth:`recover` finds it running.
         """
         now = time.time()
         with self._tx() as db:
-            rows = db.execute(
-                "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = 0 AND running = 0 AND not_before <= ?"
-                " ORDER BY enqueued_at LIMIT ?",
-                (now, limit),
-            ).fetchall()
-            if len(rows) < limit:
-                rows += self._turns.take(db, now, limit - len(rows))
+            if lane == "ocr":
+                rows = self._turns[OCR].take(db, now, limit)
+            else:
+                rows = db.execute(
+                    "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = 0 AND running = 0 AND not_before <= ?"
+                    " ORDER BY enqueued_at LIMIT ?",
+                    (now, limit),
+                ).fetchall()
+            if len(rows) < limit and lane != "ocr":
+                rows += self._turns[CATCHING_UP].take(db, now, limit - len(rows))
             for row in rows:
                 db.execute(f"UPDATE tasks SET running = 1, attempts = attempts + 1 WHERE {_DOC}", _key(row))
         return [
@@ -208,6 +216,15 @@ class IndexState(UserRecords):
             db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", _key(ref))
         return task.attempts >= max_attempts
 
+    def to_ocr_lane(self, task: Task) -> None:
+        """Hand a claimed file whose text is in images to the OCR lane, the attempt not spent; a
+        newer event for it meanwhile wins (its task is tried again, and comes back here if need be)."""
+        with self._tx() as db:
+            db.execute(
+                f"UPDATE tasks SET priority = {OCR}, payload = ?, attempts = MAX(attempts - 1, 0)"
+                f" WHERE {_DOC} AND generation = ?", (json.dumps(OCR_PAYLOAD), *_key(task.ref), task.generation))
+            db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", _key(task.ref))
+
     def release(self, task: Task) -> None:
         """Give a claimed task back: Nextcloud could not be asked, so the attempt is not spent."""
         with self._tx() as db:
@@ -240,9 +257,10 @@ class IndexState(UserRecords):
         where, args = ("", ()) if user is None else ("WHERE user = ?", (user,))
         return self._rows(f"SELECT COUNT(*) FROM tasks {where}", *args)[0][0]
 
-    def next_ready_in(self) -> float | None:
-        """Seconds until the next task becomes ready (0 if one is ready now), None if the queue is empty."""
-        row = self._rows("SELECT MIN(not_before) FROM tasks WHERE running = 0")[0][0]
+    def next_ready_in(self, lane: str = "main") -> float | None:
+        """Seconds until the lane's next task becomes ready (0 if one is ready now), None if it has none."""
+        lanes = f"priority = {OCR}" if lane == "ocr" else f"priority < {OCR}"
+        row = self._rows(f"SELECT MIN(not_before) FROM tasks WHERE running = 0 AND {lanes}")[0][0]
         return None if row is None else max(0.0, row - time.time())
 
     # --- what is indexed ----------------------------------------------------------------------
@@ -344,12 +362,14 @@ class IndexState(UserRecords):
         """Per-source counts and times for the status tool."""
         per_type: dict[str, dict[str, Any]] = {}
 
-        def bump(table: str, key: str) -> None:
-            for row in self._rows(f"SELECT doc_type, COUNT(*) AS n FROM {table} WHERE user = ? GROUP BY doc_type", user):
+        def bump(table: str, key: str, where: str = "") -> None:
+            for row in self._rows(
+                    f"SELECT doc_type, COUNT(*) AS n FROM {table} WHERE user = ? {where} GROUP BY doc_type", user):
                 per_type.setdefault(row["doc_type"], {})[key] = row["n"]
 
         bump("documents", "indexed")
         bump("tasks", "pending")
+        bump("tasks", "waiting_for_ocr", f"AND priority = {OCR}")  # part of pending
         bump("dead_letters", "failed")
         bump("skipped", "skipped")
         for row in self._rows("SELECT doc_type, last_reconcile FROM cursors WHERE user = ?", user):
@@ -406,13 +426,13 @@ def _indexed(row: sqlite3.Row) -> IndexedDoc:
 
 _USERS_WAITING = """
 WITH RECURSIVE waiting(user) AS (
-    SELECT MIN(user) FROM tasks WHERE priority = 1 AND running = 0
+    SELECT MIN(user) FROM tasks WHERE priority = :priority AND running = 0
     UNION ALL
-    SELECT (SELECT MIN(user) FROM tasks WHERE priority = 1 AND running = 0 AND user > waiting.user)
+    SELECT (SELECT MIN(user) FROM tasks WHERE priority = :priority AND running = 0 AND user > waiting.user)
     FROM waiting WHERE waiting.user IS NOT NULL
 )
 SELECT user FROM waiting WHERE user IS NOT NULL
-ORDER BY (SELECT MIN(enqueued_at) FROM tasks WHERE priority = 1 AND running = 0 AND user = waiting.user)"""
+ORDER BY (SELECT MIN(enqueued_at) FROM tasks WHERE priority = :priority AND running = 0 AND user = waiting.user)"""
 
 
 MIN_TURN = 4  # tasks a user waiting gets at least in their turn
@@ -423,7 +443,8 @@ class Turns:
     ago (or never) first, then the one whose oldest task waited longest. In memory: after a
     restart the order starts again from the oldest task."""
 
-    def __init__(self) -> None:
+    def __init__(self, priority: int) -> None:
+        self.priority = priority
         self._served: dict[str, int] = {}
         self._round = 0
 
@@ -431,15 +452,15 @@ class Turns:
         """Up to ``limit`` ready tasks. Each waiting user is found by one index seek (a GROUP BY
         would read the whole queue: 0.5 s a claim at 100,000 tasks), then the chosen users'
         oldest tasks."""
-        waiting = [row[0] for row in db.execute(_USERS_WAITING)]  # oldest task first
+        waiting = [row[0] for row in db.execute(_USERS_WAITING, {"priority": self.priority})]  # oldest task first
         self._served = {user: self._served[user] for user in waiting if user in self._served}
         # A turn is a few tasks, so that a user's documents are written together (one Chroma write
         # for all of them costs about what one document's does); stable sort: keeps the age order.
         users = sorted(waiting, key=lambda user: self._served.get(user, -1))[: max(1, limit // MIN_TURN)]
         each = -(-limit // len(users)) if users else 0
         queues = [db.execute(
-            "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = 1 AND running = 0 AND not_before <= ?"
-            " AND user = ? ORDER BY enqueued_at LIMIT ?", (now, user, each)).fetchall() for user in users]
+            "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = ? AND running = 0 AND not_before <= ?"
+            " AND user = ? ORDER BY enqueued_at LIMIT ?", (self.priority, now, user, each)).fetchall() for user in users]
         rows = [row for turn in itertools.zip_longest(*queues) for row in turn if row is not None][:limit]
         self._round += 1
         for row in rows:

@@ -52,6 +52,7 @@ class SourceOptions:
     excluded_tag: str = "no-ai"  # documents carrying this tag, label or category are not indexed
     notes_folder: str = "Notes"
     index_examples: bool = False  # Nextcloud's example files (the skeleton every account starts with)
+    ocr_languages: tuple[str, ...] = ()  # Tesseract's codes for reading text in images; empty: OCR is off
     clock: Clock = field(default_factory=Clock)
 
 

@@ -30,7 +30,8 @@ from ..nextcloud import (
 )
 from .base import Listing, Source, compose_text, exclusion, is_readable, owner_extra
 from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
-from .extract import UnsupportedContent, content_kind
+from .extract import NeedsOcr, OcrOptions, UnsupportedContent, content_kind
+from .extract.ocr import OCR_SECONDS
 from .parser_process import ParserFailed, run_parser
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
@@ -176,16 +177,29 @@ class FilesSource(Source):
             locations={info.file_id: info.path for info in listed},
         )
 
-    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
-        """Read the metadata, decide without downloading when possible, then download and extract."""
+    async def fetch(
+        self, nc: NextcloudClient, user: str, source_id: str, *, ocr: bool = False
+    ) -> SourceDocument | Skipped:
+        """Read the metadata, decide without downloading when possible, then download and extract.
+
+        Text in images is read only with ``ocr`` (the OCR lane, ADR 0601); without it, a file that
+        needs OCR raises :class:`NeedsOcr` while OCR is on, and is skipped while it is off."""
         info = await lookup_file(nc, user, source_id)
         reason = self._exclusion(info) or exclusion(self.options, size=info.size)
         if reason:
             return Skipped(self.doc_type, source_id, reason, version=info.etag)
         response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
+        languages = self.options.ocr_languages
+        reading = OcrOptions(languages) if ocr and languages else None
         try:  # in a bounded process: a hostile file can fail its own task, never stop the app
-            extracted = await run_parser("semantic_mcp.sources.extract:extract", response.content, info.mime, info.name)
+            extracted = await run_parser(
+                "semantic_mcp.sources.extract:extract", response.content, info.mime, info.name, reading,
+                lane="ocr" if reading else "main", timeout=OCR_SECONDS + 30 if reading else None)
+        except NeedsOcr as exc:
+            if languages:
+                raise
+            return Skipped(self.doc_type, source_id, exc.reason, version=version)
         except UnsupportedContent as exc:
             return Skipped(self.doc_type, source_id, exc.reason, version=version)
         except ParserFailed as exc:
@@ -229,9 +243,11 @@ class FilesSource(Source):
         if not options.index_examples and is_nextcloud_example(info.path, info.size):
             return EXAMPLE_FILE_REASON
         try:
-            content_kind(info.mime, info.name)
+            kind = content_kind(info.mime, info.name)
         except UnsupportedContent as exc:
             return exc.reason
+        if kind == "image" and not options.ocr_languages:
+            return "an image: reading text in images (OCR) is off"
         return None
 
 

@@ -15,6 +15,7 @@ counts it as a failed attempt, so a document that always trips it ends dead-lett
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import os
@@ -147,24 +148,26 @@ class ParserPool:
             self._idle.put(worker)
         self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="parser")
 
-    async def run(self, function: str, *args: Any) -> Any:
+    async def run(self, function: str, *args: Any, timeout: float | None = None) -> Any:
         """Call ``function`` ("package.module:name") with ``args`` in a worker and return its result.
 
         Exceptions the function raises come back as themselves (they must be picklable);
-        running out of time or memory, or the worker dying, raises :class:`ParserFailed`.
+        running out of time (``timeout``, or the pool's) or memory, or the worker dying, raises
+        :class:`ParserFailed`.
         """
         request = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
-        status, value = await asyncio.get_running_loop().run_in_executor(self._threads, self._call, request)
+        call = functools.partial(self._call, request, timeout or self.timeout)
+        status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
         if status == "raised":
             raise value
         if status == "memory":
             raise ParserFailed(f"the parser needed more than its {self.memory_mb} MB of memory (stopped)")
         return value
 
-    def _call(self, request: bytes) -> tuple[str, Any]:
+    def _call(self, request: bytes, timeout: float) -> tuple[str, Any]:
         worker = self._idle.get()
         try:
-            return worker.call(request, self.timeout)
+            return worker.call(request, timeout)
         finally:
             self._idle.put(worker)
 
@@ -174,39 +177,37 @@ class ParserPool:
 
 
 _lock = threading.Lock()
-_pool: ParserPool | None = None
+_pools: dict[str, ParserPool] = {}
 _settings: dict[str, Any] = {}
 
 
 def configure(*, size: int | float, timeout: float, memory_mb: int | float) -> None:
     """Set the bounds the app runs its parsers with (from the deployment's environment)."""
-    global _pool
     with _lock:
         _settings.update(size=int(size), timeout=float(timeout), memory_mb=int(memory_mb))
-        if _pool is not None:
-            _pool.close()
-            _pool = None
+    shutdown()
 
 
-def pool() -> ParserPool:
-    global _pool
+def pool(lane: str = "main") -> ParserPool:
+    """The workers of an indexing lane: the OCR lane has its own single worker, so a scan being read
+    never holds a worker that the main lane's documents need (ADR 0601)."""
     with _lock:
-        if _pool is None:
-            _pool = ParserPool(**_settings)
-        return _pool
+        if lane not in _pools:
+            _pools[lane] = ParserPool(**{**_settings, **({"size": 1} if lane == "ocr" else {})})
+        return _pools[lane]
 
 
-async def run_parser(function: str, *args: Any) -> Any:
+async def run_parser(function: str, *args: Any, lane: str = "main", timeout: float | None = None) -> Any:
     """Run a parser in the app's bounded worker processes (see :class:`ParserPool`)."""
-    return await pool().run(function, *args)
+    return await pool(lane).run(function, *args, timeout=timeout)
 
 
 def shutdown() -> None:
-    global _pool
     with _lock:
-        if _pool is not None:
-            _pool.close()
-            _pool = None
+        pools = list(_pools.values())
+        _pools.clear()
+    for each in pools:
+        each.close()
 
 
 # --- the worker process ----------------------------------------------------------------------------

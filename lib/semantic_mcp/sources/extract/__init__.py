@@ -1,9 +1,10 @@
 """Turn a file's bytes into plain text for embedding, with the pages, slides and sheets it holds.
 
 Formats: text, Markdown, HTML, RTF, PDF, Word (DOCX), OpenDocument (ODT, ODS, ODP), Excel (XLSX,
-XLSM), PowerPoint (PPTX, PPTM), EPUB and e-mail (.eml). One module per format family reads them
-through a maintained library (pypdf, python-docx, openpyxl, python-pptx, ebooklib, striprtf,
-``email``); this module picks the extractor and assembles what it returns.
+XLSM), PowerPoint (PPTX, PPTM), EPUB, e-mail (.eml), and with OCR images (PNG, JPEG, TIFF, WEBP,
+GIF, BMP) and scanned PDF pages. One module per format family reads them through a maintained
+library (pypdf, python-docx, openpyxl, python-pptx, ebooklib, striprtf, ``email``, Pillow and
+Tesseract); this module picks the extractor and assembles what it returns.
 
 Everything that can go wrong with a user's file ends in :class:`UnsupportedContent` with a reason a
 human can read in the status tool ("encrypted PDF", "binary content in a text file"), never in an
@@ -26,11 +27,13 @@ from .common import Section, UnsupportedContent
 from .epub import epub_text
 from .mail import eml_text
 from .odf import odp_slides, ods_sheets, odt_text
+from .ocr import NeedsOcr, OcrOptions, image_sections
 from .ooxml import docx_text, pptx_slides, xlsx_sheets
 from .pdf import pdf_pages
 from .text import decode_text, html_text, rtf_text
 
-__all__ = ["Extracted", "UnsupportedContent", "content_kind", "decode_text", "extract", "extract_text"]
+__all__ = ["Extracted", "NeedsOcr", "OcrOptions", "UnsupportedContent", "content_kind", "decode_text", "extract",
+           "extract_text"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ _KIND_BY_MIME = {
     "application/yaml": "text",
     "application/x-yaml": "text",
     "application/javascript": "text",
+    **dict.fromkeys(("image/png", "image/jpeg", "image/tiff", "image/webp", "image/gif", "image/bmp"), "image"),
 }
 _TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".csv", ".tsv", ".log", ".rst", ".json", ".xml", ".yaml", ".yml")
 _KIND_BY_SUFFIX = {
@@ -81,6 +85,7 @@ _KIND_BY_SUFFIX = {
     ".epub": "epub",
     ".eml": "eml",
     ".rtf": "rtf",
+    **dict.fromkeys((".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".gif", ".bmp"), "image"),
 }
 _GENERIC_MIMES = {"", "application/octet-stream"}  # the server did not recognise the type: trust the name
 
@@ -89,7 +94,6 @@ _EXTRACTORS: dict[str, Callable[[bytes], str | list[Section]]] = {
     "text": decode_text,
     "html": html_text,
     "rtf": rtf_text,
-    "pdf": pdf_pages,
     "docx": docx_text,
     "odt": odt_text,
     "xlsx": xlsx_sheets,
@@ -115,7 +119,7 @@ def content_kind(mime: str, name: str) -> str:
     """Which extractor handles a file: "text", "html", "pdf", "docx", "xlsx", ... (see ``_EXTRACTORS``).
 
     The server's MIME type decides; the file name only when the server did not know the type.
-    Raises :class:`UnsupportedContent` for everything else (images, archives, media, binaries),
+    Raises :class:`UnsupportedContent` for everything else (archives, audio, video, binaries),
     so callers can skip those before downloading them.
     """
     mime = mime.split(";")[0].strip().lower()
@@ -129,20 +133,32 @@ def content_kind(mime: str, name: str) -> str:
     return kind
 
 
-def extract(data: bytes, mime: str, name: str) -> Extracted:
-    """Extract the text of a file and its sections, at most ``MAX_CHARS`` characters."""
+def extract(data: bytes, mime: str, name: str, ocr: OcrOptions | None = None) -> Extracted:
+    """Extract the text of a file and its sections, at most ``MAX_CHARS`` characters.
+
+    Text in images is read only with ``ocr`` (the OCR lane); without it, a file that has its text
+    in images raises :class:`NeedsOcr`."""
     kind = content_kind(mime, name)
     if not data:
         raise UnsupportedContent("empty")
     try:
-        result = _EXTRACTORS[kind](data)
+        if kind == "image":
+            if ocr is None:
+                raise NeedsOcr()
+            result = image_sections(data, ocr)
+        elif kind == "pdf":
+            result = pdf_pages(data, ocr)
+        else:
+            result = _EXTRACTORS[kind](data)
     except (UnsupportedContent, MemoryError):  # out of memory is the parser process's bound (ADR 0510)
         raise
     except Exception as exc:  # parsers raise anything on corrupt input; one bad file must not stop indexing
         raise UnsupportedContent(f"corrupt or unreadable {kind.upper()}: {type(exc).__name__}: {exc}"[:300]) from exc
     extracted = _assemble(result)
     if not extracted.text and kind == "pdf":
-        raise UnsupportedContent("PDF without a text layer (a scan?): text in images is not read yet")
+        raise UnsupportedContent("PDF without a text layer and without scanned pages: nothing to read")
+    if not extracted.text and kind == "image":
+        raise UnsupportedContent("no text found in the image")
     if not extracted.text:
         raise UnsupportedContent("no text content")
     if len(extracted.text) > common.MAX_CHARS:

@@ -31,12 +31,16 @@ class Budget:
     :data:`MAX_CHARS` characters are out or :data:`EXTRACT_SECONDS` have passed, so a huge PDF,
     sheet or deck gives its first part instead of nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float | None = None) -> None:
         self.left = MAX_CHARS
-        self.deadline = time.monotonic() + EXTRACT_SECONDS
+        self.deadline = time.monotonic() + (EXTRACT_SECONDS if seconds is None else seconds)
 
     def spend(self, chars: int) -> None:
         self.left -= chars
+
+    @property
+    def seconds_left(self) -> float:
+        return self.deadline - time.monotonic()
 
     @property
     def exhausted(self) -> bool:
