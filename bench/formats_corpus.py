@@ -3,12 +3,13 @@ reads beyond plain text (spreadsheets, presentations, RTF, EPUB, e-mail, photos 
 German, French and Spanish, with distractors on the same topics (another year's price list, an older
 strategy review, a contract template with other figures, a second bakery receipt).
 
-What the files hold is in ``formats_contents``; more files on the same topics, answering no question,
-in ``formats_distractors``. Everything is written by code, with the builders the test suite uses (tests/office_files.py: openpyxl,
-python-pptx, odfpy, ebooklib, ``email`` and Pillow for the scans). Each question's answer lives in
-exactly one file, in a cell, a speaker note, a scanned page or a photographed receipt, and the
-question is worded as its owner would ask it, not in the file's words. Written once, before any
-measurement; not tuned to the results.
+What the files hold is in ``formats_contents``; more files on the same topics, answering no question, in
+``formats_distractors``. Everything is written by code, with the builders the test suite uses
+(tests/office_files.py: openpyxl, python-pptx, odfpy, ebooklib, ``email`` and Pillow for the scans). Each
+question's answer lives in exactly one file, in a cell, a speaker note, a scanned page or a photographed
+receipt, and the question is worded as its owner would ask it, not in the file's words. The questions
+were written before any measurement and not changed after it; ``formats_distractors`` was added after
+the first run (hit@5 0.99 with this module's 46 files alone), to make the search less easy, not easier.
 """
 
 from __future__ import annotations
