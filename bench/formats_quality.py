@@ -200,13 +200,31 @@ def build_retriever(documents: list[SourceDocument], folder: Path) -> HybridRetr
     return HybridRetriever(store, keyword, embedder)
 
 
-def table(title: str, rows: dict[str, list[int | None]]) -> None:
-    """hit@K and hit@1 for each group of questions, from the rank of each one's file (None: not found)."""
-    print(f"| {title} | questions | hit@{K} | hit@1 |\n|---|---|---|---|")
-    for name, ranks in rows.items():
-        hits, firsts = sum(r is not None for r in ranks), sum(r == 0 for r in ranks)
-        print(f"| {name} | {len(ranks)} | {hits / len(ranks):.2f} ({hits}/{len(ranks)}) | {firsts / len(ranks):.2f} |")
+@dataclass(frozen=True)
+class Outcome:
+    rank: int | None  # of the answering file among the first K, from 0; None when it is not among them
+    cited: str  # the text of the chunk the hit cites ("" without a hit)
+    section: str  # its page, slide or sheet rows
+
+
+def table(title: str, rows: dict[str, list[tuple[Question, Outcome]]]) -> None:
+    """For each group of questions: hit@K, hit@1, and how often the chunk the hit cites holds the answer."""
+    print(f"| {title} | questions | hit@{K} | hit@1 | answer in the cited chunk |\n|---|---|---|---|---|")
+    for name, outcomes in rows.items():
+        n = len(outcomes)
+        hits = sum(o.rank is not None for _, o in outcomes)
+        firsts = sum(o.rank == 0 for _, o in outcomes)
+        held = sum(holds(o.cited, q.answer) for q, o in outcomes)
+        print(f"| {name} | {n} | {hits / n:.2f} ({hits}/{n}) | {firsts / n:.2f} | {held / n:.2f} ({held}/{n}) |")
     print()
+
+
+def truth(doc: Doc, extracted: Extracted) -> str:
+    return "\n".join(doc.pages) if doc.is_scan else extracted.text
+
+
+def holds(text: str, answer: str) -> bool:
+    return normalise(answer) in normalise(text)
 
 
 def main() -> None:
@@ -221,24 +239,33 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         extracted, ocr_time = extract_all(docs, folder / "files")
+        # Each answer as the file holds it (a scan: as rendered), so a miss is the search's or the OCR's
+        typos = [q for q in QUESTIONS if not holds(truth(by_path[q.path], extracted[q.path]), q.answer)]
+        assert not typos, typos
         retriever = build_retriever(
             [source_document(d, file_ids[d.path], extracted[d.path]) for d in docs], folder / "index"
         )
-        results: list[tuple[Question, list[str]]] = []
+        outcomes: list[tuple[Question, Outcome]] = []
+        ranked: dict[Question, list[str]] = {}
         for question in QUESTIONS:
             found = retriever.search_sync(USER, question.text, K)
-            results.append((question, [c.doc_key.split(":", 1)[1] for c in found]))
+            ranked[question] = [c.doc_key.split(":", 1)[1] for c in found]
+            hit = next((i for i, c in enumerate(found) if c.doc_key == f"file:{file_ids[question.path]}"), None)
+            cited = found[hit] if hit is not None else None
+            outcomes.append(
+                (
+                    question,
+                    Outcome(hit, cited.text if cited else "", cited.metadata.get("section", "") if cited else ""),
+                )
+            )
 
     path_of = {file_id: path for path, file_id in file_ids.items()}
-    rank = {q: ranked.index(file_ids[q.path]) if file_ids[q.path] in ranked else None for q, ranked in results}
-    by_format: dict[str, list[int | None]] = defaultdict(list)
-    by_language: dict[str, list[int | None]] = defaultdict(list)
-    for q, _ in results:
-        by_format[by_path[q.path].kind].append(rank[q])
-        by_language[q.language].append(rank[q])
+    by_format: dict[str, list[tuple[Question, Outcome]]] = defaultdict(list)
+    by_language: dict[str, list[tuple[Question, Outcome]]] = defaultdict(list)
+    for q, o in outcomes:
+        by_format[by_path[q.path].kind].append((q, o))
+        by_language[q.language].append((q, o))
     crossed = sum(q.language != by_path[q.path].language for q in QUESTIONS)
-    scan_ranks = [rank[q] for q, _ in results if by_path[q.path].is_scan]
-    office_ranks = [rank[q] for q, _ in results if not by_path[q.path].is_scan]
 
     print(
         f"\nFormats: {len(docs)} files ({len(scans)} photos or scans, {sum(len(d.pages) for d in scans)} pages), "
@@ -246,24 +273,32 @@ def main() -> None:
         f"default fusion, top {K} files\n"
     )
     table(
-        "Questions", {"all": list(rank.values()), "scans and photos": scan_ranks, "Office, books, e-mail": office_ranks}
+        "Questions",
+        {
+            "all": outcomes,
+            "scans and photos": [(q, o) for q, o in outcomes if by_path[q.path].is_scan],
+            "Office, books, e-mail": [(q, o) for q, o in outcomes if not by_path[q.path].is_scan],
+        },
     )
     table("Format", dict(sorted(by_format.items())))
     table("Question language", dict(sorted(by_language.items())))
 
-    misses = [(q, ranked) for q, ranked in results if rank[q] is None]
-    if misses:
-        print("Misses (question -> expected file; the files found instead):\n")
-        for q, ranked in misses:
-            found = ", ".join(Path(path_of[r]).name for r in ranked) or "nothing"
+    print("Misses (question -> the file that answers it; the files found instead):\n")
+    for q, o in outcomes:
+        if o.rank is None:
+            found = ", ".join(Path(path_of[r]).name for r in ranked[q]) or "nothing"
             print(f"- {q.text} -> {Path(q.path).name}; found: {found}")
-        print()
+    print("\nHits whose cited chunk does not hold the answer (question -> the part cited):\n")
+    for q, o in outcomes:
+        if o.rank is not None and not holds(o.cited, q.answer):
+            print(f"- {q.text} ({q.answer!r}) -> {Path(q.path).name}, {o.section or 'its only part'}")
+    print()
 
     errors: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for doc in scans:
-        truth = normalise("\n".join(doc.pages))
-        errors[doc.language][0] += edit_distance(normalise(ocr_body(extracted[doc.path])), truth)
-        errors[doc.language][1] += len(truth)
+        rendered = normalise("\n".join(doc.pages))
+        errors[doc.language][0] += edit_distance(normalise(ocr_body(extracted[doc.path])), rendered)
+        errors[doc.language][1] += len(rendered)
     print("| OCR language | pages | characters | character accuracy (1 - CER) |\n|---|---|---|---|")
     for language, (distance, length) in sorted(errors.items()):
         pages = sum(len(d.pages) for d in scans if d.language == language)
