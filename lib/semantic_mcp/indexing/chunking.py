@@ -137,8 +137,13 @@ def chunk_document(
     A document with a title and no text gives one title-only chunk.
     """
     chunks: list[Chunk] = []
-    for label, text in _spans(doc):
-        for body, path in _chunk_text(doc.title, text, max_chars, overlap):
+    spans = _spans(doc)
+    lead = _lead(doc) if len(spans) > 1 else ""
+    for label, text in spans:
+        # A later page says what the document is only through its first line (a letterhead, the
+        # parties of a contract): without it, a question naming them cites page 1 for page 3's answer.
+        title = f"{doc.title}\n{lead}" if lead and lead not in text else doc.title
+        for body, path in _chunk_text(title, text, max_chars, overlap):
             chunks.append(Chunk(len(chunks), body, label or " > ".join(path)))
     if not chunks:
         header = _header(doc.title, (), max_chars).strip()
@@ -154,6 +159,13 @@ def _spans(doc: SourceDocument) -> list[tuple[str, str]]:
         return [("", text)]
     starts = [0, *(offset for offset, _ in sections[1:]), len(text)]
     return [(label, text[starts[i] : starts[i + 1]]) for i, (_, label) in enumerate(sections)]
+
+
+def _lead(doc: SourceDocument, max_chars: int = 120) -> str:
+    """The first line of text of a sectioned document's first section (not its label heading)."""
+    first = doc.text[doc.sections[0][0]:]
+    line = next((line.strip() for line in first.splitlines() if line.strip() and not line.startswith("#")), "")
+    return _cut(line, max_chars)
 
 
 def _chunk_text(title: str, text: str, max_chars: int, overlap: int) -> list[tuple[str, tuple[str, ...]]]:
