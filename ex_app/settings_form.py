@@ -57,7 +57,7 @@ ADMIN_FORM = SettingsForm(
                   "file in Templates/, is always indexed."),
         _checkbox("ocr_enabled", "Read text in images and scans (OCR)",
                   "PNG, JPEG, TIFF, WEBP, GIF and BMP files and PDF pages without a text layer are read with "
-                  "Tesseract, one file at a time, after all other indexing work: about a second a page. Exclude photo "
+                  "Tesseract, one file at a time, after all other indexing work: 1 to 5 seconds a page. Exclude photo "
                   "folders (e.g. /InstantUpload/*) below if they hold no documents"),
         _text("ocr_languages", "OCR languages",
               "Comma-separated Tesseract codes, as installed in the app's image: eng, deu, fra, spa. Each one "

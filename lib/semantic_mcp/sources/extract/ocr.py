@@ -3,9 +3,9 @@
 Tesseract 5 comes from Debian's packages (``tesseract-ocr`` and one ``tesseract-ocr-LANG`` per
 language), runs as a child of the parser worker, so the worker's memory bound holds for it too, at
 low CPU priority, one thread, and with a time bound per page. Images are checked by their declared
-size before a pixel is decoded, so a decompression bomb is refused, not decoded. OCR is slow (about
-a second a page on one core): the pipeline runs it in its own lane (``NeedsOcr``), never ahead of a
-change a user just made.
+size before a pixel is decoded, so a decompression bomb is refused, not decoded. OCR is slow
+(1 to 5 s of one core a page: bench/RESULTS-formats.md): the pipeline runs it in its own lane
+(``NeedsOcr``), never ahead of a change a user just made.
 """
 
 from __future__ import annotations
