@@ -55,6 +55,8 @@ FILES = {
                             "Heizwerk Brandt boiler service", None),
     "/Formats/receipt.jpg": (make_image("Thornbury hardware: two brass hinges, total EUR 41.90", "JPEG"),
                              "brass hinges from Thornbury hardware", None),
+    "/Formats/screenshot.webp": (make_image("Wi-Fi for guests: network Larkspur-Gast, valid through December", "WEBP"),
+                                 "guest wifi network Larkspur", None),
     "/Formats/parking.png": (make_image("Parking permit for the Wexcombe depot, valid until June"),
                              "Wexcombe depot parking permit", None),
     "/Formats/lease-scan.pdf": (make_scanned_pdf("Lease agreement, page one: the parties.",
