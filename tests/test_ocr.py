@@ -153,6 +153,8 @@ async def _scans_in_their_lane(stack: Stack) -> None:
     assert hits and hits[0]["title"].startswith("letter-"), hits
     assert hits[0]["section"] == "Page 2", hits[0]
     assert len(stack.indexed_files("alice", "/Scans/")) == len(scans)  # each once
+    page = (await stack.call("alice", "nc_get_document", {"id": hits[0]["id"], "section": "Page 2"})).structured_content
+    assert "hinges" in page["text"] and "garden shed" not in page["text"], page  # read by OCR on demand
 
 
 async def _titles_have(stack: Stack, user: str, query: str, title: str) -> bool:

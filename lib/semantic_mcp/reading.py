@@ -16,6 +16,8 @@ from .documents import DocType, Skipped, SourceDocument, valid_source_id
 from .nextcloud import NotFound, Transient
 from .search.service import iso
 from .sources.base import screen
+from .sources.extract import NeedsOcr
+from .sources.parser_process import ParserFailed
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -66,11 +68,16 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
     if source is None:
         raise DocumentUnavailable(f"{doc_type.replace('_', ' ')}s are not searchable on this server")
     try:
-        fetched = await source.fetch(engine.nc, user, source_id)
+        try:
+            fetched = await source.fetch(engine.nc, user, source_id)
+        except NeedsOcr:  # a scan or a photo: read now, in the reading tool's own OCR worker
+            fetched = await source.fetch(engine.nc, user, source_id, ocr_lane="read")  # type: ignore[call-arg]
     except NotFound as exc:
         raise DocumentUnavailable(f"{doc_id} does not exist or you cannot open it") from exc
     except Transient as exc:
         raise DocumentUnavailable(f"Nextcloud could not be asked for {doc_id} just now; try again") from exc
+    except ParserFailed as exc:
+        raise DocumentUnavailable(f"{doc_id} cannot be read as text: {exc.reason}") from exc
     if isinstance(fetched, SourceDocument):
         fetched = screen(fetched, source.options)  # what the admin keeps from the index, the reader does not show
     if isinstance(fetched, Skipped):

@@ -274,7 +274,7 @@ class Pipeline:
             if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):
                 return doc
         if payload == OCR_PAYLOAD:
-            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr=True)  # type: ignore[call-arg]
+            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")  # type: ignore[call-arg]
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id)
 
     async def _index(self, items: list[tuple[Task, SourceDocument]]) -> None:

@@ -178,12 +178,13 @@ class FilesSource(Source):
         )
 
     async def fetch(
-        self, nc: NextcloudClient, user: str, source_id: str, *, ocr: bool = False
+        self, nc: NextcloudClient, user: str, source_id: str, *, ocr_lane: str | None = None
     ) -> SourceDocument | Skipped:
         """Read the metadata, decide without downloading when possible, then download and extract.
 
-        Text in images is read only with ``ocr`` (the OCR lane, ADR 0601); without it, a file that
-        needs OCR raises :class:`NeedsOcr` while OCR is on, and is skipped while it is off."""
+        Text in images is read only with ``ocr_lane``, the parser workers to read it in (the
+        indexing's OCR lane, ADR 0601, or the reading tool's); without it, a file that needs OCR
+        raises :class:`NeedsOcr` while OCR is on, and is skipped while it is off."""
         info = await lookup_file(nc, user, source_id)
         reason = self._exclusion(info) or exclusion(self.options, size=info.size)
         if reason:
@@ -191,11 +192,11 @@ class FilesSource(Source):
         response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
         languages = self.options.ocr_languages
-        reading = OcrOptions(languages) if ocr and languages else None
+        reading = OcrOptions(languages) if ocr_lane and languages else None
         try:  # in a bounded process: a hostile file can fail its own task, never stop the app
             extracted = await run_parser(
                 "semantic_mcp.sources.extract:extract", response.content, info.mime, info.name, reading,
-                lane="ocr" if reading else "main", timeout=OCR_SECONDS + 30 if reading else None)
+                lane=ocr_lane if reading else "main", timeout=OCR_SECONDS + 30 if reading else None)
         except NeedsOcr as exc:
             if languages:
                 raise

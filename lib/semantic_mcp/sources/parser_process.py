@@ -189,11 +189,12 @@ def configure(*, size: int | float, timeout: float, memory_mb: int | float) -> N
 
 
 def pool(lane: str = "main") -> ParserPool:
-    """The workers of an indexing lane: the OCR lane has its own single worker, so a scan being read
-    never holds a worker that the main lane's documents need (ADR 0601)."""
+    """The workers of a lane: ``main`` for indexing and reading; ``ocr`` (indexing) and ``read`` (the
+    reading tool) run OCR, each in a single worker of its own, so a scan being read never holds a
+    worker that another lane needs (ADR 0601)."""
     with _lock:
         if lane not in _pools:
-            _pools[lane] = ParserPool(**{**_settings, **({"size": 1} if lane == "ocr" else {})})
+            _pools[lane] = ParserPool(**{**_settings, **({} if lane == "main" else {"size": 1})})
         return _pools[lane]
 
 
