@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import struct
+import zlib
 from collections.abc import Sequence
 from email.message import EmailMessage
 
@@ -224,3 +225,18 @@ def make_multipage_tiff(*pages: str) -> bytes:
     buffer = io.BytesIO()
     images[0].save(buffer, "TIFF", save_all=True, append_images=images[1:], compression="tiff_deflate")
     return buffer.getvalue()
+
+
+def make_blank_png(width: int, height: int) -> bytes:
+    """A white 1-bit PNG: 20,000 x 20,000 is 50 MB decoded and a few kilobytes on disk."""
+    buffer = io.BytesIO()
+    Image.new("1", (width, height), 1).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def make_png_claiming(width: int, height: int) -> bytes:
+    """A small PNG whose header (IHDR, with a valid CRC) claims ``width`` x ``height`` pixels."""
+    data = bytearray(make_blank_png(100, 100))
+    data[16:24] = width.to_bytes(4, "big") + height.to_bytes(4, "big")
+    data[29:33] = zlib.crc32(bytes(data[12:29])).to_bytes(4, "big")
+    return bytes(data)

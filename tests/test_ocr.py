@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import io
 import time
-import zlib
 from pathlib import Path
 
 import pytest
-from office_files import make_image, make_multipage_tiff, make_scanned_pdf
+from office_files import make_blank_png, make_image, make_multipage_tiff, make_png_claiming, make_scanned_pdf
 from PIL import Image
 from semantic_mcp.sources.extract import NeedsOcr, OcrOptions, UnsupportedContent, extract, ocr
 from stack import APP_ID, Stack, on_own_stack
@@ -74,26 +73,33 @@ def test_a_pdf_with_text_pages_and_a_scanned_page_reads_both() -> None:
     assert "cover letter" in text and "Kaution" in text
 
 
-# --- bad files: a reason, never a crash, a hang or a bomb decoded ------------------------------------
+def test_a_logo_on_a_title_page_is_not_a_scan() -> None:
+    """A small picture on a page with little text does not send a typed PDF to the OCR lane."""
+    from pypdf import PdfReader, PdfWriter
+    from test_extract import make_pdf
 
-
-def _png(width: int, height: int) -> bytes:
+    logo = io.BytesIO()
+    Image.new("RGB", (240, 90), (200, 30, 30)).save(logo, "PDF")
+    writer = PdfWriter()
+    for document in (logo.getvalue(), make_pdf("The annual report of the rowing club, with the treasurer's figures.")):
+        for page in PdfReader(io.BytesIO(document)).pages:
+            writer.add_page(page)
     buffer = io.BytesIO()
-    Image.new("1", (width, height), 1).save(buffer, "PNG")  # 1 bit a pixel: 50 MB in memory, tiny on disk
-    return buffer.getvalue()
+    writer.write(buffer)
+    assert [label for _, label in extract(buffer.getvalue(), "application/pdf", "report.pdf").sections] == ["Page 2"]
+
+
+# --- bad files: a reason, never a crash, a hang or a bomb decoded ------------------------------------
 
 
 def test_a_20000_pixel_square_image_is_refused_before_decoding() -> None:
     with pytest.raises(UnsupportedContent, match="image too large"):
-        extract(_png(20_000, 20_000), "image/png", "huge.png", ALL)
+        extract(make_blank_png(20_000, 20_000), "image/png", "huge.png", ALL)
 
 
 def test_a_decompression_bomb_header_is_refused() -> None:
-    data = bytearray(_png(100, 100))  # then its header (IHDR, with a valid CRC) claims 100,000 x 100,000 pixels
-    data[16:24] = (100_000).to_bytes(4, "big") * 2
-    data[29:33] = zlib.crc32(bytes(data[12:29])).to_bytes(4, "big")
     with pytest.raises(UnsupportedContent, match="image too large"):
-        extract(bytes(data), "image/png", "bomb.png", ALL)
+        extract(make_png_claiming(100_000, 100_000), "image/png", "bomb.png", ALL)
 
 
 @pytest.mark.parametrize("data", [b"\x89PNG\r\n\x1a\n garbage", make_image(RECEIPT, "JPEG")[:3000]])

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import hostile
+from office_files import make_blank_png, make_png_claiming
 import pytest
 from stack import APP_ID, Stack
 
@@ -178,6 +179,8 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack,
             "bomb.odt": f"file:{fake.put_file(ALICE, '/Hostile/bomb.odt', hostile.odt_zip_bomb())}",
             "pages.pdf": f"file:{fake.put_file(ALICE, '/Hostile/pages.pdf', hostile.pdf_page_tree_bomb())}",
             "rows.ods": f"file:{fake.put_file(ALICE, '/Hostile/rows.ods', ROWS_ODS)}",
+            "huge.png": f"file:{fake.put_file(ALICE, '/Hostile/huge.png', make_blank_png(20_000, 20_000))}",
+            "bomb.png": f"file:{fake.put_file(ALICE, '/Hostile/bomb.png', make_png_claiming(100_000, 100_000))}",
             "fine.txt": f"file:{fake.put_file(ALICE, '/Hostile/fine.txt', 'The albatross survey from Ushuaia.')}",
             "tagged note": f"note:{fake.create_note(ALICE, 'Tagged plan', 'The kingfisher plan, not for AI.')}",
             "private note": f"note:{fake.create_note(ALICE, 'Hidden', 'The heron plan.', category='Private')}",
@@ -273,10 +276,12 @@ async def outcome(stack: Stack, doc_id: str) -> str | None:
 
 @pytest.mark.parametrize(("name", "reasons"), [
     ("bomb.odt", ("document too large once uncompressed",)),
+    ("huge.png", ("image too large to read: 20000 x 20000 pixels",)),  # read in the OCR lane, never decoded
+    ("bomb.png", ("image too large to read",)),
     # pypdf stops at 100,000 pages, unless the time bound stops it first on a busy machine
     ("pages.pdf", ("corrupt or unreadable PDF: LimitReachedError", f"parsing took longer than {TIMEOUT} s")),
 ])
-async def test_zip_bombs_and_page_tree_bombs_end_with_a_reason(
+async def test_zip_page_tree_and_image_bombs_end_with_a_reason(
     documents: tuple[Stack, dict[str, str]], name: str, reasons: tuple[str, ...]
 ) -> None:
     stack, ids = documents

@@ -31,7 +31,8 @@ OCR_SIDE = 3600  # larger images are scaled down first: beyond 300 dpi on A4 acc
 MAX_OCR_PAGES = 50  # pages of a scanned PDF or multi-page TIFF read per file
 PAGE_SECONDS = 60.0
 OCR_SECONDS = 300.0  # per file: the parser process's time bound for a file read in the OCR lane
-MIN_PAGE_CHARS = 20  # a PDF page with less text than this but with an image is a scan
+MIN_PAGE_CHARS = 20  # a PDF page with less text than this but with an image is a scan...
+MIN_SCAN_SIDE = 600  # ...when the image is at least this long (pixels): a receipt at 150 dpi is ~500 x 1200
 
 
 class NeedsOcr(UnsupportedContent):

@@ -14,7 +14,7 @@ from pypdf import PageObject, PdfReader
 
 from . import common
 from .common import Budget, Section, UnsupportedContent
-from .ocr import MAX_OCR_PAGES, MIN_PAGE_CHARS, OCR_SECONDS, NeedsOcr, OcrOptions, check_size, read_image
+from .ocr import MAX_OCR_PAGES, MIN_PAGE_CHARS, MIN_SCAN_SIDE, OCR_SECONDS, NeedsOcr, OcrOptions, check_size, read_image
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,8 @@ def _largest_image(page: PageObject) -> tuple[str, tuple[int, int]] | None:
     if not sizes:
         return None
     name = max(sizes, key=lambda key: sizes[key][0] * sizes[key][1])
+    if max(sizes[name]) < MIN_SCAN_SIDE:  # a logo or an icon on a title page, not a scanned page
+        return None
     return name, sizes[name]
 
 
