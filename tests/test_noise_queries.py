@@ -39,9 +39,9 @@ def retriever(tmp_path_factory: pytest.TempPathFactory) -> HybridRetriever:
 
 
 def returned(retriever: HybridRetriever, query: str) -> list[str]:
-    """Titles of what the default cut-off returns, as SearchService.retrieve applies it."""
+    """Titles and keys of what the default cut-off returns, as SearchService.retrieve applies it."""
     calibration = retriever.calibration()
-    return [c.metadata["title"] for c in retriever.search_sync(USER, query, 10)
+    return [name for c in retriever.search_sync(USER, query, 10) for name in (c.metadata["title"], c.doc_key)
             if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)]
 
 
