@@ -180,7 +180,8 @@ def main() -> None:
           f"{len(with_gist)} items\n")
     print("| Items indexed as | Questions about | n | hit@5 | hit@5 at the default cut-off |\n|---|---|---|---|---|")
     for label, by_kind in results.items():
-        for kind, (hit, kept) in by_kind.items():
+        for kind in ("contact", "event", "card", "all"):
+            hit, kept = by_kind[kind]
             print(f"| {label} | {kind} | {counts[kind]} | {hit:.2f} | {kept:.2f} |")
 
 

@@ -83,9 +83,8 @@ EXACT_MATCH_COVERAGE = 0.95
 # language than the item (Spanish or German about an English event) scores 0.20-0.28 there,
 # questions nothing answers 0.09-0.27 at best, and the other events for those questions 0.03-0.07.
 NAMED_KIND_CUT_OFF_SHARE = 0.5
-# A candidate holding this share of the query's term weight has a distinctive query token in it (one of
-# four random tokens weighs about that much), found by the
-# keyword leg: the noise floor (search/noise.py), which speaks to the dense leg only, does not apply.
+# A candidate holding this share of the query's term weight holds a distinctive query token (one of four
+# random tokens weighs about that): the noise floor (search/noise.py) judges the dense leg only.
 NOISE_FLOOR_WAIVED_COVERAGE = 0.25
 
 
@@ -115,9 +114,7 @@ class Calibration:
     bias: float
     slope: float
     cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
-    # How far a candidate's fused evidence must rise above the query's noise floor (search/noise.py)
-    # to be returned by default; None: no floor (a model whose margin was not measured).
-    noise_margin: float | None = None
+    noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
 
     def fused(self, cosine: float, coverage: float) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
@@ -126,14 +123,12 @@ class Calibration:
     def probability(self, cosine: float, coverage: float) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage))))
 
-    def keeps(
-        self, score: float, coverage: float | None, *, named_kind: bool = False, above_noise: float | None = None
-    ) -> bool:
+    def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
+              above_noise: float | None = None) -> bool:
         """Whether the default cut-off keeps a candidate: it holds (nearly) every distinctive word of the
         query, an exact match whatever its similarity; or its score reaches ``cut_off`` (or
         ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names) and its
-        evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py):
-        a gibberish query is as close to a gibberish note as to any meaningless text."""
+        evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py)."""
         if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
             return True
         cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
@@ -241,13 +236,8 @@ class HybridRetriever:
         return calibration_for(self.embedder.model_id)
 
     def _mix(
-        self,
-        user: str,
-        vector: np.ndarray | None,
-        dense_cos: dict[str, float],
-        bm25: dict[str, float],
-        keyword_query: str,
-        mode: Mode,
+        self, user: str, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
+        keyword_query: str, mode: Mode,
     ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Each candidate chunk's (ranking key, score, keyword coverage).
 
@@ -255,8 +245,8 @@ class HybridRetriever:
         its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
-        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine and keyword mode by BM25, with the same scores as hybrid
-        for dense; keyword mode has no vector, so it scores BM25 over the best BM25.
+        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine, scored as hybrid;
+        keyword mode ranks by BM25 and, having no vector, scores BM25 over the best BM25.
         """
         if mode == "keyword" or vector is None:
             scaled = _scaled(bm25, top_only=True)
@@ -334,14 +324,8 @@ class HybridRetriever:
         return await asyncio.to_thread(self.search_sync, user, query, k, filters, mode, keyword_query=keyword_query)
 
     def search_sync(
-        self,
-        user: str,
-        query: str,
-        k: int,
-        filters: SearchFilters | None = None,
-        mode: Mode = "hybrid",
-        *,
-        keyword_query: str | None = None,
+        self, user: str, query: str, k: int, filters: SearchFilters | None = None, mode: Mode = "hybrid",
+        *, keyword_query: str | None = None,
     ) -> list[Candidate]:
         """:meth:`search`, for callers already in a worker thread (and the benchmarks)."""
         filters = filters or SearchFilters()
