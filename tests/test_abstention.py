@@ -12,7 +12,7 @@ import pytest
 from semantic_mcp.search.retrieval import DEFAULT_CUT_OFF
 from stack import Stack
 
-NO_ANSWER = ["wifi password", "recipe for moon cheese"]
+NO_ANSWER = ["wifi password", "recipe for moon cheese", "zzqx frobnicate"]
 
 # (user, question, the item that answers it)
 ANSWERED = [
