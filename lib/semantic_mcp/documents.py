@@ -66,6 +66,11 @@ class SourceDocument:
     # Where the pages, slides or groups of a sheet's rows start in ``text``: (offset, label), e.g.
     # (1234, "Page 3"). Chunks never span two, and carry the label (indexing/chunking.py).
     sections: tuple[tuple[int, str], ...] = ()
+    # What a structured item (contact, event, card) says in words: its heading and its note, place or
+    # labels, without the other field lines. Indexed as one more chunk (indexing/pipeline.py), so a
+    # question about a contact's note meets it undiluted by emails and phone numbers
+    # (bench/structured_items.py); empty when the full text is all there is.
+    gist: str = ""
 
 
 @dataclass

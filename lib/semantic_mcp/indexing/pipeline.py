@@ -29,7 +29,7 @@ from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
 from ..sources.parser_process import ParserFailed
 from ..store import ChunkRecord, VectorStore
-from .chunking import chunk_document
+from .chunking import Chunk, chunk_document
 from .state import OCR_PAYLOAD, IndexState, Task
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,12 @@ def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
 
 
 def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
-    """Turn a document into the records both indexes store."""
+    """Turn a document into the records both indexes store: its chunks, then its gist if it has one
+    (a document scores as its best chunk, so the gist only adds a way to be found)."""
     base = chunk_metadata(doc)
+    chunks = chunk_document(doc)
+    if doc.gist.strip():
+        chunks.append(Chunk(len(chunks), doc.gist.strip()))
     return [
         ChunkRecord(
             chunk_id=f"{ref.key}#{chunk.index}",
@@ -69,7 +73,7 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
             text=chunk.text,
             metadata={**base, "chunk_index": chunk.index, **({"section": chunk.section} if chunk.section else {})},
         )
-        for chunk in chunk_document(doc)
+        for chunk in chunks
     ]
 
 

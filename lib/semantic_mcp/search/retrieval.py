@@ -32,6 +32,7 @@ from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..store import ChunkRecord, VectorStore
 from ..filters import SearchFilters
+from .noise import NoiseFloor
 
 Mode = Literal["hybrid", "dense", "keyword"]
 Leg = Literal["dense", "keyword"]
@@ -82,6 +83,9 @@ EXACT_MATCH_COVERAGE = 0.95
 # language than the item (Spanish or German about an English event) scores 0.20-0.28 there,
 # questions nothing answers 0.09-0.27 at best, and the other events for those questions 0.03-0.07.
 NAMED_KIND_CUT_OFF_SHARE = 0.5
+# A candidate holding this share of the query's term weight holds a distinctive query token (one of four
+# random tokens weighs about that): the noise floor (search/noise.py) judges the dense leg only.
+NOISE_FLOOR_WAIVED_COVERAGE = 0.25
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class Calibration:
     bias: float
     slope: float
     cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
+    noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
 
     def fused(self, cosine: float, coverage: float) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
@@ -118,19 +123,26 @@ class Calibration:
     def probability(self, cosine: float, coverage: float) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage))))
 
-    def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False) -> bool:
-        """Whether the default cut-off keeps a candidate: its score reaches ``cut_off`` (or
-        ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names), or it holds
-        (nearly) every distinctive word of the query, an exact match whatever its similarity."""
+    def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
+              above_noise: float | None = None) -> bool:
+        """Whether the default cut-off keeps a candidate: it holds (nearly) every distinctive word of the
+        query, an exact match whatever its similarity; or its score reaches ``cut_off`` (or
+        ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names) and its
+        evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py)."""
+        if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
+            return True
         cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
-        return score >= cut_off or (coverage or 0.0) >= EXACT_MATCH_COVERAGE
+        noisy = (self.noise_margin is not None and above_noise is not None and above_noise < self.noise_margin
+                 and (coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE)
+        return score >= cut_off and not noisy
 
 
 # Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md has the
 # checks): e5 fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO (its Arabic cosines are
 # noise). MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-25.71, slope=29.94),
+    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-25.71, slope=29.94,
+                                          noise_margin=0.04),
     "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),
 }
 # Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
@@ -159,6 +171,7 @@ class Candidate:
     dense_rank: int | None = None  # 1-based rank of the document in the dense leg
     keyword_rank: int | None = None  # 1-based rank of the document in the keyword leg
     coverage: float | None = None  # keyword coverage of the representing chunk (KeywordIndex.coverage)
+    above_noise: float | None = None  # its fused evidence minus the query's noise floor (search/noise.py)
     legs: tuple[Leg, ...] = field(default_factory=tuple)
 
 
@@ -216,19 +229,15 @@ class HybridRetriever:
         self.embedder = embedder
         self.fusion = fusion or Fusion()
         self.filtered = filtered or FilteredDense()
+        self.noise = NoiseFloor(embedder)
 
     def calibration(self) -> Calibration:
         """The score calibration of the current embedding model (an admin may switch models at run time)."""
         return calibration_for(self.embedder.model_id)
 
     def _mix(
-        self,
-        user: str,
-        vector: np.ndarray | None,
-        dense_cos: dict[str, float],
-        bm25: dict[str, float],
-        keyword_query: str,
-        mode: Mode,
+        self, user: str, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
+        keyword_query: str, mode: Mode,
     ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Each candidate chunk's (ranking key, score, keyword coverage).
 
@@ -236,8 +245,8 @@ class HybridRetriever:
         its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
-        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine and keyword mode by BM25, with the same scores as hybrid
-        for dense; keyword mode has no vector, so it scores BM25 over the best BM25.
+        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine, scored as hybrid;
+        keyword mode ranks by BM25 and, having no vector, scores BM25 over the best BM25.
         """
         if mode == "keyword" or vector is None:
             scaled = _scaled(bm25, top_only=True)
@@ -315,14 +324,8 @@ class HybridRetriever:
         return await asyncio.to_thread(self.search_sync, user, query, k, filters, mode, keyword_query=keyword_query)
 
     def search_sync(
-        self,
-        user: str,
-        query: str,
-        k: int,
-        filters: SearchFilters | None = None,
-        mode: Mode = "hybrid",
-        *,
-        keyword_query: str | None = None,
+        self, user: str, query: str, k: int, filters: SearchFilters | None = None, mode: Mode = "hybrid",
+        *, keyword_query: str | None = None,
     ) -> list[Candidate]:
         """:meth:`search`, for callers already in a worker thread (and the benchmarks)."""
         filters = filters or SearchFilters()
@@ -365,6 +368,8 @@ class HybridRetriever:
                 best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
         top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
+        calibration = self.calibration()
+        floor = self.noise.of(vector) if vector is not None and calibration.noise_margin is not None else None
         missing = [best_chunk[d] for d in top if best_chunk[d] not in records]
         records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
         candidates = []
@@ -383,6 +388,8 @@ class HybridRetriever:
                     dense_rank=doc_ranks["dense"].get(doc_key),
                     keyword_rank=doc_ranks["keyword"].get(doc_key),
                     coverage=coverage.get(record.chunk_id),
+                    above_noise=None if floor is None or record.chunk_id not in dense_cos else
+                    calibration.fused(dense_cos[record.chunk_id], coverage.get(record.chunk_id, 0.0)) - floor,
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
                 )
             )

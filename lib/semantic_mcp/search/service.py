@@ -203,7 +203,8 @@ class SearchService:
             cut_off = calibration.cut_off
             named = set(intent.doc_types) if intent is not None else set()
             passing = [c for c in candidates
-                       if calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named)]
+                       if calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named,
+                                            above_noise=c.above_noise)]
         else:
             cut_off = score_threshold
             passing = [c for c in candidates if c.score >= cut_off]

@@ -118,6 +118,13 @@ def compose_text(heading: str, fields: Iterable[tuple[str, str | None]], body: s
     return f"{head}\n\n{body}" if body else head
 
 
+def compose_gist(heading: str, *parts: str | None) -> str:
+    """A structured item's gist (``SourceDocument.gist``): its heading and the parts written in words
+    (a note, a description, a place, labels), without field labels; "" when it has none of them."""
+    said = [part.strip() for part in parts if part and part.strip()]
+    return "\n".join([heading, *said]) if said else ""
+
+
 class Source(abc.ABC):
     doc_type: DocType
 

@@ -17,7 +17,7 @@ from icalendar import Calendar, Event
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, NotFound, strip_etag
-from .base import compose_text, owner_extra
+from .base import compose_gist, compose_text, owner_extra
 from .dav_sync import DavSyncSource, collection_owner
 
 CALENDAR_HOME = "/remote.php/dav/calendars/{user}/"
@@ -119,18 +119,20 @@ def _event_document(
     start, end = (event.start, event.end) if "DTSTART" in event else (None, None)
     rule = event.get("RRULE")
     summary = str(event.get("SUMMARY") or "").strip() or "(untitled event)"
+    heading, place = f"Calendar event: {summary}", str(event.get("LOCATION") or "").strip()
+    description = str(event.get("DESCRIPTION") or "")
     text = compose_text(
-        f"Calendar event: {summary}",
+        heading,
         [
             ("When", format_when(start, end, _zone_name(event, start)) if start else None),
             ("Repeats", summarize_rrule(rule) if rule else None),
-            ("Where", str(event.get("LOCATION") or "").strip()),
+            ("Where", place),
             ("Calendar", calendar_name),
             ("Organizer", _people(event.get("ORGANIZER"))),
             ("Attendees", _people(event.get("ATTENDEE"))),
             ("Status", "cancelled" if str(event.get("STATUS") or "").upper() == "CANCELLED" else None),
         ],
-        str(event.get("DESCRIPTION") or ""),
+        description,
     )
     extra = {"uid": str(event.get("UID") or "")}
     categories = event.get("CATEGORIES")
@@ -141,6 +143,7 @@ def _event_document(
         source_id=source_id,
         title=summary,
         text=text,
+        gist=compose_gist(heading, place, description),
         modified=modified,
         version=version,
         link=calendar_link(user, source_id),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, strip_etag
-from .base import compose_text
+from .base import compose_gist, compose_text
 from .dav_sync import DavSyncSource
 
 
@@ -142,8 +142,9 @@ def document_from_vcard(
     name = single("FN") or _name_from_n(values("N")) or organization or single("EMAIL") or "(unnamed contact)"
     uid = single("UID")
     book_uri = source_id.partition("/")[0]
+    heading, note = f"Contact: {name}", "\n".join(prop.text() for prop in values("NOTE"))
     text = compose_text(
-        f"Contact: {name}",
+        heading,
         [
             ("Nickname", single("NICKNAME")),
             ("Organization", organization),
@@ -154,13 +155,14 @@ def document_from_vcard(
             ("Birthday", _birthday(single("BDAY"))),
             ("Address book", book_name),
         ],
-        "\n".join(prop.text() for prop in values("NOTE")),
+        note,
     )
     return SourceDocument(
         doc_type="contact",
         source_id=source_id,
         title=name,
         text=text,
+        gist=compose_gist(heading, note),
         modified=modified,
         version=strip_etag(etag),
         link=f"/apps/contacts/direct/contact/{uid}~{book_uri}" if uid else "/apps/contacts/",

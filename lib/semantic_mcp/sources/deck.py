@@ -24,7 +24,7 @@ from typing import Any
 
 from ..documents import SourceDocument, Skipped, valid_source_id
 from ..nextcloud import NextcloudClient, NotFound, Transient
-from .base import Listing, Source, SourceOptions, checked_id, compose_text, owner_extra
+from .base import Listing, Source, SourceOptions, checked_id, compose_gist, compose_text, owner_extra
 
 DECK_API = "/index.php/apps/deck/api/v1.0"
 _HEADERS = {"OCS-APIRequest": "true", "Accept": "application/json"}  # never If-Modified-Since: see module doc
@@ -69,36 +69,7 @@ class DeckSource(Source):
 
     async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
         placed = await self._find(nc, user, int(checked_id("deck_card", source_id)))
-        board, stack, card = placed.board, placed.stack, placed.card
-        due = _parse_time(card.get("duedate"))
-        labels = ", ".join(label["title"] for label in card.get("labels") or [] if label.get("title"))
-        assigned = ", ".join(_user_name(assignment) for assignment in card.get("assignedUsers") or [])
-        location = f"{board['title']} / {stack['title']}"
-        text = compose_text(
-            f"Deck card: {card['title']}",
-            [
-                ("Board", location),
-                ("Due", due.strftime("%Y-%m-%d %H:%M %Z").strip() if due else None),
-                ("Labels", labels),
-                ("Assigned to", assigned),
-                ("Done", "yes" if card.get("done") else None),
-            ],
-            card.get("description") or "",
-        )
-        return SourceDocument(
-            doc_type=self.doc_type,
-            source_id=source_id,
-            title=card["title"],
-            text=text,
-            modified=int(card.get("lastModified") or 0),
-            version=placed.version,
-            link=f"/apps/deck/#/board/{board['id']}/card/{card['id']}",
-            location=location,
-            event_start=int(due.timestamp()) if due else None,
-            extra={"board_id": str(board["id"]), "stack_id": str(stack["id"]),
-                   **owner_extra((board.get("owner") or {}).get("uid"))},
-            tags=tuple(label["title"] for label in card.get("labels") or [] if label.get("title")),
-        )
+        return document_from_card(source_id, placed)
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """One card request when the card's place is known, else a walk like fetch.
@@ -183,6 +154,43 @@ class DeckSource(Source):
         for item in placed:
             self._places[(user, item.card["id"])] = (board["id"], item.stack["id"])
         return placed
+
+
+
+def document_from_card(source_id: str, placed: _Placed) -> SourceDocument:
+    """Turn a card, with the board and stack it sits on, into a document."""
+    board, stack, card = placed.board, placed.stack, placed.card
+    due = _parse_time(card.get("duedate"))
+    labels = ", ".join(label["title"] for label in card.get("labels") or [] if label.get("title"))
+    assigned = ", ".join(_user_name(assignment) for assignment in card.get("assignedUsers") or [])
+    location = f"{board['title']} / {stack['title']}"
+    heading, description = f"Deck card: {card['title']}", card.get("description") or ""
+    text = compose_text(
+        heading,
+        [
+            ("Board", location),
+            ("Due", due.strftime("%Y-%m-%d %H:%M %Z").strip() if due else None),
+            ("Labels", labels),
+            ("Assigned to", assigned),
+            ("Done", "yes" if card.get("done") else None),
+        ],
+        description,
+    )
+    return SourceDocument(
+        doc_type="deck_card",
+        source_id=source_id,
+        title=card["title"],
+        text=text,
+        gist=compose_gist(heading, labels and f"Labels: {labels}", description),
+        modified=int(card.get("lastModified") or 0),
+        version=placed.version,
+        link=f"/apps/deck/#/board/{board['id']}/card/{card['id']}",
+        location=location,
+        event_start=int(due.timestamp()) if due else None,
+        extra={"board_id": str(board["id"]), "stack_id": str(stack["id"]),
+               **owner_extra((board.get("owner") or {}).get("uid"))},
+        tags=tuple(label["title"] for label in card.get("labels") or [] if label.get("title")),
+    )
 
 
 def _parse_time(value: str | None) -> datetime | None:
