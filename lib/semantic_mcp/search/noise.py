@@ -63,8 +63,10 @@ class NoiseFloor:
         model_id = self.embedder.model_id
         with self._lock:
             if model_id not in self._anchors:
-                # As passages: they stand for stored items that mean nothing.
-                vectors = np.asarray(self.embedder.embed_passages(list(MEANINGLESS)), dtype=np.float32)
+                # As passages: they stand for stored items that mean nothing. Past the passage cache
+                # (CachedEmbedder.inner): it holds the stored chunks' vectors and nothing else.
+                model = getattr(self.embedder, "inner", self.embedder)
+                vectors = np.asarray(model.embed_passages(list(MEANINGLESS)), dtype=np.float32)
                 self._anchors[model_id] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
             return self._anchors[model_id]
 
