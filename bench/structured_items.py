@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -144,7 +145,7 @@ def event_document(key: str, title: str, days: int, place: str, description: str
     return document_from_ics(USER, f"personal/{key}.ics", ics, '"1"', "Personal", 0, NOW)  # type: ignore[return-value]
 
 
-def card_document(key: str, title: str, stack: str, labels: tuple[str, ...] | list[str], description: str) -> SourceDocument:
+def card_document(key: str, title: str, stack: str, labels: Sequence[str], description: str) -> SourceDocument:
     board = {"id": 1, "title": "Operations", "owner": {"uid": USER}}
     card = {"id": key, "title": title, "description": description, "labels": [{"title": label} for label in labels]}
     return document_from_card(key, _Placed(board, {"id": stack, "title": stack}, card))
