@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -133,23 +134,33 @@ QUESTIONS = [
 ]
 
 
+# Builders shared with bench/cross_language.py: each item through its source's own parser.
+def contact_document(key: str, number: int, name: str, org: str, note: str) -> SourceDocument:
+    card = vcard(key, name, f"{name.split()[0].lower()}@example.test", org, note, f"+1555000{number:04d}")
+    return document_from_vcard(f"contacts/{key}.vcf", card, '"1"', "Contacts", 0)  # type: ignore[return-value]
+
+
+def event_document(key: str, title: str, days: int, place: str, description: str) -> SourceDocument:
+    ics = event_ics(f"{key}@example.test", title, NOW + timedelta(days=days), 60, description, place)
+    return document_from_ics(USER, f"personal/{key}.ics", ics, '"1"', "Personal", 0, NOW)  # type: ignore[return-value]
+
+
+def card_document(key: str, title: str, stack: str, labels: Sequence[str], description: str) -> SourceDocument:
+    board = {"id": 1, "title": "Operations", "owner": {"uid": USER}}
+    card = {"id": key, "title": title, "description": description, "labels": [{"title": label} for label in labels]}
+    return document_from_card(key, _Placed(board, {"id": stack, "title": stack}, card))
+
+
+def note_document(key: str, title: str, body: str) -> SourceDocument:
+    return SourceDocument("note", key, title, f"# {title}\n\n{body}", 0, "1", "")
+
+
 def items() -> list[SourceDocument]:
     """The contacts, events, cards and notes, as the sources turn them into documents."""
-    docs: list[SourceDocument] = []
-    for i, (name, org, note) in enumerate(CONTACTS):
-        card = vcard(f"c{i}", name, f"{name.split()[0].lower()}@example.test", org, note, f"+1555000{i:04d}")
-        docs.append(document_from_vcard(f"contacts/c{i}.vcf", card, '"1"', "Contacts", 0))  # type: ignore[arg-type]
-    for i, (title, days, place, description) in enumerate(EVENTS):
-        ics = event_ics(f"e{i}@example.test", title, NOW + timedelta(days=days), 60, description, place)
-        docs.append(document_from_ics(USER, f"personal/e{i}.ics", ics, '"1"', "Personal", 0, NOW))  # type: ignore[arg-type]
-    board = {"id": 1, "title": "Operations", "owner": {"uid": USER}}
-    stacks = {name: {"id": i, "title": name} for i, name in enumerate(("To do", "Doing"))}
-    for i, (title, stack, labels, description) in enumerate(CARDS):
-        card = {"id": i, "title": title, "description": description, "labels": [{"title": label} for label in labels]}
-        docs.append(document_from_card(str(i), _Placed(board, stacks[stack], card)))
-    for i, (title, body) in enumerate(NOTES):
-        docs.append(SourceDocument("note", str(100 + i), title, f"# {title}\n\n{body}", 0, "1", ""))
-    return docs
+    return ([contact_document(f"c{i}", i, *contact) for i, contact in enumerate(CONTACTS)]
+            + [event_document(f"e{i}", *event) for i, event in enumerate(EVENTS)]
+            + [card_document(str(i), *card) for i, card in enumerate(CARDS)]
+            + [note_document(str(100 + i), *note) for i, note in enumerate(NOTES)])
 
 
 def measure(retriever: HybridRetriever) -> dict[str, tuple[float, float]]:

