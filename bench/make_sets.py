@@ -19,8 +19,9 @@ import random
 import sys
 from pathlib import Path
 
+from retrieval_quality import SAMPLE_SEED, sample_docs
+
 OUT = Path(__file__).resolve().parent / "sets"
-SEED = 17
 MAX_QUERIES = 150
 
 
@@ -35,16 +36,8 @@ def write(name: str, docs: list[dict], queries: dict[str, str], qrels: dict[str,
     print(f"{name}: {len(docs)} docs, {len(qrels)} queries", file=sys.stderr)
 
 
-def subsample(docs: list[dict], qrels: dict[str, dict[str, int]], total: int) -> list[dict]:
-    """Every document a kept query judges, plus a seeded sample of the others up to ``total``."""
-    judged = {d for grades in qrels.values() for d in grades}
-    others = [d for d in docs if d["_id"] not in judged]
-    keep = {d["_id"] for d in random.Random(SEED).sample(others, max(0, min(len(others), total - len(judged))))}
-    return [d for d in docs if d["_id"] in judged or d["_id"] in keep]
-
-
-def beir(source: Path, name: str, total: int) -> None:
-    """A BEIR set: its queries with a positive judgement (at most MAX_QUERIES), graded qrels kept."""
+def beir(source: Path, name: str, queries_wanted: int, total: int) -> None:
+    """A BEIR set: ``queries_wanted`` of its queries with a positive judgement, graded qrels kept."""
     docs = [json.loads(line) for line in (source / "corpus.jsonl").read_text().split("\n") if line.strip()]
     queries = {q["_id"]: q["text"] for q in map(json.loads, filter(None, (source / "queries.jsonl").read_text().split("\n")))}
     qrels: dict[str, dict[str, int]] = {}
@@ -53,9 +46,10 @@ def beir(source: Path, name: str, total: int) -> None:
             qid, doc, grade = line.split("\t")
             qrels.setdefault(qid, {})[doc] = int(grade)
     kept = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
-    kept = sorted(random.Random(SEED).sample(kept, min(MAX_QUERIES, len(kept))))
+    kept = sorted(random.Random(SAMPLE_SEED).sample(kept, min(queries_wanted, MAX_QUERIES, len(kept))))
     qrels = {q: {d: g for d, g in qrels[q].items() if g > 0} for q in kept}  # unjudged = not relevant anyway
-    write(name, subsample(docs, qrels, total), queries, qrels)
+    keep = sample_docs([d["_id"] for d in docs], qrels, total)
+    write(name, [d for d in docs if d["_id"] in keep], queries, qrels)
 
 
 def squad(path: Path, name: str, queries_wanted: int, total: int) -> None:
@@ -73,15 +67,16 @@ def squad(path: Path, name: str, queries_wanted: int, total: int) -> None:
                 qas = ast.literal_eval(qas)
             for q in qas:
                 questions.append((q["question"].strip(), doc_id))
-    chosen = random.Random(SEED).sample(questions, min(queries_wanted, len(questions)))
+    chosen = random.Random(SAMPLE_SEED).sample(questions, min(queries_wanted, len(questions)))
     queries = {f"q{i}": text for i, (text, _) in enumerate(chosen)}
     qrels = {f"q{i}": {doc: 1} for i, (_, doc) in enumerate(chosen)}
-    write(name, subsample(docs, qrels, total), queries, qrels)
+    keep = sample_docs([d["_id"] for d in docs], qrels, total)
+    write(name, [d for d in docs if d["_id"] in keep], queries, qrels)
 
 
 def main() -> None:
     source = Path(sys.argv[1])
-    beir(source / "dbpedia", "dbpedia", total=1000)
+    beir(source / "dbpedia", "dbpedia", queries_wanted=25, total=600)
     squad(source / "xquad.de.json", "xquad-de", queries_wanted=150, total=240)
     squad(source / "xquad.es.json", "xquad-es", queries_wanted=150, total=240)
     squad(source / "xquad.ru.json", "xquad-ru", queries_wanted=150, total=240)
