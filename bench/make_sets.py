@@ -1,0 +1,92 @@
+"""Builds the committed retrieval sets in bench/sets/ from their public sources (bench/sets/README.md).
+
+Each set is written in BEIR format (corpus.jsonl, queries.jsonl, qrels/test.tsv with a header) and kept
+small, so that CI (no network) can run it and the whole bench embeds in minutes: every judged-relevant
+document is kept, plus a seeded random sample of the others, and at most ``MAX_QUERIES`` queries.
+
+    python bench/make_sets.py SOURCE_DIR
+
+``SOURCE_DIR`` holds the files as their repositories publish them (commits in bench/sets/README.md):
+``dbpedia/`` (agentset-ai/embedding-leaderboard ``datasets/``),
+``xquad.de.json``, ``xquad.es.json``, ``xquad.ru.json`` (deepmind/xquad) and ``spf_qr_test.json`` (etalab-ia/piaf-ml ``data/``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "sets"
+SEED = 17
+MAX_QUERIES = 150
+
+
+def write(name: str, docs: list[dict], queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> None:
+    folder = OUT / name
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in queries.items() if q in qrels))
+    lines = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{g}" for q, grades in qrels.items() for d, g in grades.items()]
+    (folder / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
+    print(f"{name}: {len(docs)} docs, {len(qrels)} queries", file=sys.stderr)
+
+
+def subsample(docs: list[dict], qrels: dict[str, dict[str, int]], total: int) -> list[dict]:
+    """Every document a kept query judges, plus a seeded sample of the others up to ``total``."""
+    judged = {d for grades in qrels.values() for d in grades}
+    others = [d for d in docs if d["_id"] not in judged]
+    keep = {d["_id"] for d in random.Random(SEED).sample(others, max(0, min(len(others), total - len(judged))))}
+    return [d for d in docs if d["_id"] in judged or d["_id"] in keep]
+
+
+def beir(source: Path, name: str, total: int) -> None:
+    """A BEIR set: its queries with a positive judgement (at most MAX_QUERIES), graded qrels kept."""
+    docs = [json.loads(line) for line in (source / "corpus.jsonl").read_text().split("\n") if line.strip()]
+    queries = {q["_id"]: q["text"] for q in map(json.loads, filter(None, (source / "queries.jsonl").read_text().split("\n")))}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (source / "qrels" / "test.tsv").read_text().split("\n")[1:]:
+        if line.strip():
+            qid, doc, grade = line.split("\t")
+            qrels.setdefault(qid, {})[doc] = int(grade)
+    kept = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
+    kept = sorted(random.Random(SEED).sample(kept, min(MAX_QUERIES, len(kept))))
+    qrels = {q: {d: g for d, g in qrels[q].items() if g > 0} for q in kept}  # unjudged = not relevant anyway
+    write(name, subsample(docs, qrels, total), queries, qrels)
+
+
+def squad(path: Path, name: str, queries_wanted: int, total: int) -> None:
+    """SQuAD-style reading comprehension as retrieval: each paragraph a document, each question a
+    query whose one relevant document is its paragraph."""
+    docs, questions = [], []
+    for a, article in enumerate(json.loads(path.read_text())["data"]):
+        title = article.get("title", "").replace("_", " ")
+        title = "" if title.startswith("F") and title[1:].isdigit() else title  # SPF titles are fiche ids
+        for p, paragraph in enumerate(article["paragraphs"]):
+            doc_id = f"{a}-{p}"
+            docs.append({"_id": doc_id, "title": title, "text": paragraph["context"]})
+            qas = paragraph.get("qas", [])
+            if isinstance(qas, str):  # the SPF file stores them as a Python literal
+                qas = ast.literal_eval(qas)
+            for q in qas:
+                questions.append((q["question"].strip(), doc_id))
+    chosen = random.Random(SEED).sample(questions, min(queries_wanted, len(questions)))
+    queries = {f"q{i}": text for i, (text, _) in enumerate(chosen)}
+    qrels = {f"q{i}": {doc: 1} for i, (_, doc) in enumerate(chosen)}
+    write(name, subsample(docs, qrels, total), queries, qrels)
+
+
+def main() -> None:
+    source = Path(sys.argv[1])
+    beir(source / "dbpedia", "dbpedia", total=1000)
+    squad(source / "xquad.de.json", "xquad-de", queries_wanted=150, total=240)
+    squad(source / "xquad.es.json", "xquad-es", queries_wanted=150, total=240)
+    squad(source / "xquad.ru.json", "xquad-ru", queries_wanted=150, total=240)
+    squad(source / "spf_qr_test.json", "spf-fr", queries_wanted=60, total=80)
+
+
+if __name__ == "__main__":
+    main()
