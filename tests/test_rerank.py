@@ -90,6 +90,13 @@ def test_the_stage_stops_at_its_budget_and_keeps_the_hybrid_order() -> None:
     assert within.rerank(EGG_QUERY, list(EGG_CANDIDATES)).candidates[0].doc_key == "file:hard-boiled"
 
 
+def test_an_exact_match_stays_ahead_of_what_the_model_prefers() -> None:
+    """A code the query names exactly: the model reads meaning, not "K7R-99Q2" against "K7R-99Q3"."""
+    exact = Candidate("file:invoice", "invoice#0", "Invoice K7R-99Q2, paid.", {}, 0.45, coverage=1.0)
+    result = Reranker(SlowScorer(), candidates=5, budget_seconds=60).rerank(EGG_QUERY, [*EGG_CANDIDATES, exact])
+    assert [c.doc_key for c in result.candidates[:2]] == ["file:invoice", "file:hard-boiled"]
+
+
 class Retriever:
     def __init__(self, candidates: list[Candidate]) -> None:
         self.candidates, self.asked = candidates, 0
