@@ -35,10 +35,11 @@ help:
 	@echo "make unregister  unregister it"
 	@echo "make bench       run the benchmarks (slow: embeds the benchmark corpora once, then cached)"
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-rerank.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-rerank.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -89,6 +90,7 @@ unregister: $(STAMP)
 
 bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/retrieval_quality.py
+	PYTHONPATH=lib:. $(PY) bench/rerank_quality.py
 	PYTHONPATH=lib:. $(PY) bench/noise_queries.py
 	PYTHONPATH=lib:. $(PY) bench/structured_items.py
 	PYTHONPATH=lib:. $(PY) bench/cross_language.py

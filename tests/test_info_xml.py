@@ -91,7 +91,7 @@ def test_an_empty_default_deploys_as_array_as_appapi_34_does_and_an_absent_one_i
 
 def test_the_environment_info_xml_deploys_is_accepted() -> None:
     env = deploy_env_from_info_xml(INFO_XML)
-    assert "Array" not in env.values() and env["SEARCH_FUSION"] == "calibrated"
+    assert "Array" not in env.values() and env["SEARCH_FUSION"] == "calibrated" and env["SEARCH_RERANK"] == "off"
     deployment = Deployment.from_env({**env, "APP_PERSISTENT_STORAGE": "/tmp/x"})
     assert deployment.search_fusion == "calibrated" and deployment.chroma_host is None and deployment.public_url is None
 

@@ -38,6 +38,8 @@ class Deployment:
     public_url: str | None = None
     log_level: str = "INFO"
     search_fusion: str = "calibrated"  # SEARCH_FUSION: calibrated (measured best) or rrf (reciprocal rank fusion)
+    # SEARCH_RERANK: off, or cross-encoder (re-order the top results with a local model; ADR 0290)
+    search_rerank: str = "off"
     # NEXTCLOUD_AI_RECHECK_SECONDS: how long a finding about Nextcloud's AI provider (none, or one) is trusted
     nextcloud_ai_recheck_seconds: float = 300.0
     # RECHECK_TIMEOUT_SECONDS: how long a search waits for Nextcloud to re-check its hits (ADR 0010)
@@ -69,6 +71,7 @@ class Deployment:
             log_level=_choice("APP_LOG_LEVEL", value("APP_LOG_LEVEL") or value("LOG_LEVEL") or "INFO",
                               LOG_LEVELS).upper(),
             search_fusion=_choice("SEARCH_FUSION", value("SEARCH_FUSION") or "calibrated", ("calibrated", "rrf")),
+            search_rerank=_choice("SEARCH_RERANK", value("SEARCH_RERANK") or "off", ("off", "cross-encoder")),
             nextcloud_ai_recheck_seconds=_seconds("NEXTCLOUD_AI_RECHECK_SECONDS",
                                                   value("NEXTCLOUD_AI_RECHECK_SECONDS") or "300"),
             recheck_timeout_seconds=_seconds("RECHECK_TIMEOUT_SECONDS", value("RECHECK_TIMEOUT_SECONDS") or "1.5"),

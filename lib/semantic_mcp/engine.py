@@ -20,13 +20,14 @@ from typing import Any
 from .accounts import AccountDirectory, DataHolder
 from .config import AdminSettings, Deployment
 from .documents import DOC_TYPES, DocRef
-from .embedding import CachedEmbedder, EmbeddingCache, Embedder, make_embedder
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .indexing.events import plan_event
 from .indexing.pipeline import Pipeline
 from .indexing.reconcile import reconcile_source
 from .indexing.state import IndexState
 from .keyword import KeywordIndex
 from .nextcloud import NextcloudClient
+from .search import rerank
 from .search.assistant import NextcloudAssistant
 from .search.retrieval import Fusion, HybridRetriever
 from .search.sampling import SamplingGate
@@ -86,9 +87,8 @@ class Engine:
                 _Current(self.store), self.keyword, _Current(self.embedder),
                 Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
             ),
-            self.verifier, public_url or nc.base_url, before_retrieval=functools.partial(
-                self.accounts.confirm_same_person, timeout=deployment.recheck_timeout_seconds
-            ),
+            self.verifier, public_url or nc.base_url, reranker=rerank.from_setting(deployment.search_rerank),
+            before_retrieval=functools.partial(self.accounts.confirm_same_person, timeout=self.verifier.timeout),
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()
@@ -252,9 +252,7 @@ class Engine:
         return queued
 
     async def reconcile_all(self, *, force_full: bool = False) -> int:
-        queued = 0
-        for user in await self.users():
-            queued += await self.reconcile_user(user, force_full=force_full)
+        queued = sum([await self.reconcile_user(user, force_full=force_full) for user in await self.users()])
         self.state.set_meta("last_reconcile", str(time.time()))
         return queued
 
@@ -398,6 +396,7 @@ class Engine:
             "vector_store": f"chroma server {self.deployment.chroma_host}" if self.deployment.chroma_host else "embedded chroma",
             "initial_indexing_progress": self.backfill_progress,
             "sampling": {name: gate.status(user) for name, gate in self.gates.items()},
+            "local_reranking": self.search.reranker.status() if self.search.reranker else {"enabled": False},
             # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
             # callers' own; shared ones that could not be re-checked were withheld.
             "verification": dict(self.verifier.metrics),

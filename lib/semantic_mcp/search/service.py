@@ -5,6 +5,7 @@ Kept free of MCP so the same steps serve the tools, the benchmarks and the tests
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..filters import SearchFilters
 from .intent import QueryIntent, apply_intent
+from .rerank import Reranker
 from .retrieval import UNCALIBRATED, HybridRetriever
 from .verify import Verifier
 
@@ -163,9 +165,10 @@ class SnapshotCache:
 class SearchService:
     def __init__(
         self, retriever: HybridRetriever, verifier: Verifier, nextcloud_url: str,
-        before_retrieval: Callable[[str], Awaitable[None]] | None = None,
+        before_retrieval: Callable[[str], Awaitable[None]] | None = None, reranker: Reranker | None = None,
     ) -> None:
         self.retriever = retriever
+        self.reranker = reranker  # SEARCH_RERANK: re-orders the verified candidates (search/rerank.py)
         self.before_retrieval = before_retrieval  # the account check (a uid given anew is purged first)
         self.verifier = verifier
         self.nextcloud_url = nextcloud_url.rstrip("/")
@@ -193,6 +196,8 @@ class SearchService:
         # A few more than asked for, so that the hits verification drops can be replaced (and, for
         # only_mine, those others own).
         wanted = (depth * 3 if only_mine else depth) + VERIFY_SLACK
+        if self.reranker is not None:  # the stage re-orders this many, so it may lift one from below the limit
+            wanted = max(wanted, self.reranker.candidates)
         candidates = await self.retriever.search(user, query, wanted, filters, keyword_query=keyword_query)
         if only_mine:
             candidates = [c for c in candidates if shared_by(c.metadata, user) is None]
@@ -212,8 +217,14 @@ class SearchService:
         candidates = passing
         total = len(candidates)
         checked = await self.verifier.verify(user, candidates)
-        kept = apply_intent(checked.kept, intent)[:depth]
-        notes = intent.notes() if intent is not None else []
+        kept, method, notes = checked.kept, SEARCH_METHOD, []
+        if self.reranker is not None:  # only what the caller may open, re-ordered; scores stay calibrated
+            reranked = await asyncio.to_thread(self.reranker.rerank, query, kept)
+            kept = reranked.candidates
+            method += ", re-ranked by a cross-encoder" if reranked.applied else ""
+            notes += [reranked.note] if reranked.note else []
+        kept = apply_intent(kept, intent)[:depth]
+        notes.extend(intent.notes() if intent is not None else [])
         notes.extend(cut_notes)
         if checked.dropped:
             notes.append(f"{len(checked.dropped)} result(s) you can no longer open were removed")
@@ -226,7 +237,7 @@ class SearchService:
         return Retrieved(
             candidates=kept,
             total_found=max(0, total - len(checked.dropped) - checked.withheld),
-            method=f"{SEARCH_METHOD}; {UNCALIBRATED_SCORES if calibration is UNCALIBRATED else CALIBRATED}",
+            method=f"{method}; {UNCALIBRATED_SCORES if calibration is UNCALIBRATED else CALIBRATED}",
             dropped=len(checked.dropped),
             notes=notes,
         )
