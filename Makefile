@@ -25,7 +25,7 @@ NC_KIT := ../shared/nextcloud-34-server/nc-kit
 export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
 export REAL_NC_PORT ?= 8089
 
-.PHONY: help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load clean
+.PHONY: help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -104,6 +104,11 @@ bench: $(STAMP)
 bench-load: $(STAMP) real-nextcloud
 	PYTHONPATH=lib:. $(PY) bench/load.py
 
+# 50 accounts on a real Nextcloud (its own instance in .nextcloud-bench), backfilled by the real ExApp;
+# the PHP requests counted from the server's access log (issue 16).
+bench-slice: $(STAMP)
+	PYTHONPATH=lib:. $(PY) bench/real_slice.py
+
 clean:
 	@[ ! -x $(NC_KIT) ] || [ ! -d $(REAL_NC_DIR) ] || $(NC_KIT) stop $(REAL_NC_DIR)
-	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp
+	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp .nextcloud-bench
