@@ -198,7 +198,7 @@ def main() -> None:
         print(f"\n## Backfill of {everyone} accounts ({expected} slice items; ledger {docs[0]} documents, "
               f"{docs[1]} chunks) in {seconds:.0f} s, default model\n")
         print(table(kinds, everyone))
-        print(f"\n({proxied} requests to the app's proxy from this script: none expected)")
+        print(f"\n({proxied} request(s) through the app's proxy meanwhile, not counted above)")
         size = sum(path.stat().st_size for path in stack.storage.rglob("*") if path.is_file())
         print(f"\napp storage (Chroma, keyword index, ledger, embedding cache): {size / 2**20:.1f} MB, "
               f"{size / max(docs[1] or 0, 1) / 1024:.1f} KB a chunk")
