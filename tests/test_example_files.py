@@ -6,13 +6,16 @@ byte, copied into alice's home as a first login does, beside her own files in th
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 import pytest
-
-from fake_nextcloud.skeleton import put_skeleton, skeleton_files
+from semantic_mcp.documents import Skipped, SourceDocument
+from semantic_mcp.sources.base import SourceOptions
 from semantic_mcp.sources.examples import NEXTCLOUD_32_SKELETON, is_nextcloud_example
 from stack import APP_ID, Stack
+
+from fake_nextcloud.skeleton import put_skeleton, skeleton_files
 
 OWN_TEMPLATE = "Templates/Packing list.md"
 OWN_TEMPLATE_TEXT = "# Packing list\n\nPassport, charger, hiking boots and the quillwort tea for the trip.\n"
@@ -32,6 +35,8 @@ def test_the_vendored_skeleton_files_are_nextclouds_own() -> None:
         ("/Templates/My letter.odt", 15961, False),  # the user's own template
         ("/Archive/Templates credits.md", 3168, False),  # moved by the user
         ("/Readme.md", 197, True),
+        ("/Deck/Nextcloud sample image - add your image here!.jpg", 192_699, True),  # Deck's welcome board's
+        ("/Deck/Nextcloud sample image - add your image here!.jpg", 192_700, False),
     ],
 )
 def test_recognised_by_path_and_size(path: str, size: int, example: bool) -> None:
@@ -91,3 +96,33 @@ async def _top_is(stack: Stack, query: str, location: str) -> bool:
 
 async def _absent(stack: Stack, query: str, location: str) -> bool:
     return location not in await locations(stack, query)
+
+
+async def test_an_unchanged_card_of_decks_welcome_board_is_skipped_and_an_edited_one_indexed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cards are recognised by their descriptions, which Deck does not translate (the real tier checks
+    the digests against Deck 1.18.3's own board); the admin's example setting brings them back."""
+    from semantic_mcp.sources import examples
+    from semantic_mcp.sources.deck import DeckSource, _Placed
+
+    welcome = "## Welcome to Nextcloud Deck!\n\nNextcloud Deck is a kanban style project management app."
+    monkeypatch.setattr(examples, "DECK_EXAMPLE_DESCRIPTIONS",
+                        frozenset({hashlib.sha256(welcome.encode()).hexdigest()}))
+
+    def source(description: str, *, index_examples: bool = False) -> DeckSource:
+        deck = DeckSource(SourceOptions(index_examples=index_examples))
+        card = {"id": 7, "title": "1. Open to learn more", "description": description, "lastModified": 1}
+
+        async def find(*_: object) -> _Placed:
+            return _Placed({"id": 1, "title": "Welcome to Nextcloud Deck!"}, {"id": 2, "title": "To do"}, card)
+
+        monkeypatch.setattr(deck, "_find", find)
+        return deck
+
+    skipped = await source(welcome).fetch(None, "alice", "7")  # type: ignore[arg-type]
+    assert isinstance(skipped, Skipped) and skipped.reason == examples.EXAMPLE_CARD_REASON
+    edited = await source(welcome + "\nMy own line.").fetch(None, "alice", "7")  # type: ignore[arg-type]
+    assert isinstance(edited, SourceDocument)
+    shown = await source(welcome, index_examples=True).fetch(None, "alice", "7")  # type: ignore[arg-type]
+    assert isinstance(shown, SourceDocument)

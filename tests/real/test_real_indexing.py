@@ -11,8 +11,8 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from realstack import RealStack
+from semantic_mcp.sources.examples import DECK_SAMPLE_IMAGE, EXAMPLE_CARD_REASON
 
 
 async def found(real: RealStack, user: str, query: str, title: str, **args) -> bool:
@@ -137,3 +137,27 @@ async def test_a_contact_in_an_unshared_address_book_disappears_and_contacts_are
     alice.share_address_book("bob", remove=True)
     assert "Priya Raman" not in await real.titles("bob", "harbour master in Lisbon")
     assert "Priya Raman" in await real.titles("alice", "harbour master in Lisbon")
+
+
+async def test_decks_welcome_board_made_by_the_first_listing_stays_out_of_search(real: RealStack) -> None:
+    """Deck creates its welcome board on a user's first request to Deck, and the app's first listing
+    is that request for alice: four cards explaining Deck and a sample image in her files. They are
+    Deck's examples, not her content: recognised by their untranslated descriptions and the image's
+    name and size, and left out like Nextcloud's example files (ADR 0201)."""
+    skipped = real.db_rows("SELECT source_id FROM skipped WHERE user = 'alice' AND doc_type = 'deck_card' "
+                           "AND reason = ?", (EXAMPLE_CARD_REASON,))
+    assert skipped, "no card of Deck's welcome board was recognised"
+    indexed = {title for (title,) in real.db_rows(
+        "SELECT title FROM documents WHERE user = 'alice' AND doc_type = 'deck_card'")}
+    assert not indexed & set(WELCOME_CARDS)
+    titles = await real.titles("alice", "how do I drag cards left and right between lists")
+    assert not set(titles) & set(WELCOME_CARDS)
+    # The sample image is the size the app knows it by (so a Deck update that changes it shows here).
+    name, size = DECK_SAMPLE_IMAGE
+    answer = real.user("alice").http.request("PROPFIND", real.user("alice").dav_path(f"/Deck/{name}"),
+                                             headers={"Depth": "0"})
+    assert answer.status_code == 207 and f"<d:getcontentlength>{size}</d:getcontentlength>" in answer.text
+
+
+WELCOME_CARDS = ("1. Open to learn more about boards and cards", "2. Drag cards left and right, up and down",
+                 "3. Apply rich formatting and link content", "4. Share, comment and collaborate!")

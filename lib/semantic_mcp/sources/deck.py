@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..documents import SourceDocument, Skipped, valid_source_id
+from ..documents import Skipped, SourceDocument, valid_source_id
 from ..nextcloud import NextcloudClient, NotFound, Transient
 from .base import Listing, Source, SourceOptions, checked_id, compose_gist, compose_text, owner_extra
+from .examples import EXAMPLE_CARD_REASON, is_deck_example_card
 
 DECK_API = "/index.php/apps/deck/api/v1.0"
 _HEADERS = {"OCS-APIRequest": "true", "Accept": "application/json"}  # never If-Modified-Since: see module doc
@@ -69,6 +70,8 @@ class DeckSource(Source):
 
     async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
         placed = await self._find(nc, user, int(checked_id("deck_card", source_id)))
+        if not self.options.index_examples and is_deck_example_card(placed.card.get("description") or ""):
+            return Skipped(self.doc_type, source_id, EXAMPLE_CARD_REASON, version=placed.version)
         return document_from_card(source_id, placed)
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:

@@ -16,6 +16,9 @@ in fetches (see :meth:`~semantic_mcp.sources.files.FilesSource._exclusion`).
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import PurePosixPath
+
 # Path under the user's home -> size in bytes, from Nextcloud 32.0.1's core/skeleton (34.0.1's is the same,
 # checked file by file on the nc-kit trees, which both lack the three files named in their READMEs).
 # Regenerate for another release: cd nextcloud/core/skeleton && find . -type f -printf '%P %s\n'
@@ -85,7 +88,29 @@ NEXTCLOUD_32_SKELETON: dict[str, int] = {
 
 EXAMPLE_FILE_REASON = "one of Nextcloud's example files (admin setting: index Nextcloud's example files)"
 
+# Deck's welcome board: Deck (DefaultBoardMiddleware) creates it on a user's first request to any Deck
+# controller, the app's own listing included, with four cards explaining Deck and a sample image in the
+# user's files. The cards' titles are translated, their descriptions are Deck's fixture texts as shipped
+# (lib/Service/fixtures/default-board.json): a card counts as an example while its description is one of
+# them byte for byte (SHA-256, Deck 1.18.3). Editing it makes it the user's.
+DECK_EXAMPLE_DESCRIPTIONS = frozenset({
+    "7212a6dfa9ff2163500181b84962c3239ee29b47c0b662c59b5406ba5b530519",  # 1. Open to learn more about boards…
+    "56941a00990862e6005669ed10105c2686706caa31461c04133d117ab5124174",  # 2. Drag cards left and right…
+    "526b5992320e4f6e4569b9a654d897c998f63936008ac818e8a10883c219b0b6",  # 3. Apply rich formatting…
+    "de674ec02bf99f968deaf6130c6771ea59fc2e04a2234bfdb23d523521b2efe7",  # 4. Share, comment and collaborate!
+})
+DECK_SAMPLE_IMAGE = ("Nextcloud sample image - add your image here!.jpg", 192_699)  # name, bytes (img/sample-image.jpg)
+EXAMPLE_CARD_REASON = "one of the cards of Deck's welcome board (admin setting: index Nextcloud's example files)"
+
 
 def is_nextcloud_example(path: str, size: int) -> bool:
-    """True for an unchanged copy of a skeleton file; ``path`` is relative to the user's home."""
+    """True for an unchanged copy of a skeleton file, or Deck's sample image wherever Deck put it
+    (its attachment folder); ``path`` is relative to the user's home."""
+    if (PurePosixPath(path).name, size) == DECK_SAMPLE_IMAGE:
+        return True
     return NEXTCLOUD_32_SKELETON.get("/" + path.lstrip("/")) == size
+
+
+def is_deck_example_card(description: str) -> bool:
+    """True for an unchanged card of Deck's welcome board (its description exactly as Deck wrote it)."""
+    return bool(description) and hashlib.sha256(description.encode()).hexdigest() in DECK_EXAMPLE_DESCRIPTIONS
