@@ -40,7 +40,7 @@ def test_make_run_and_register_generate_one_private_secret_and_share_it(tmp_path
     which anyone could sign requests as any user (an admin account was created with it)."""
     for checkout in (tmp_path / "a", tmp_path / "b"):
         (checkout / "appinfo").mkdir(parents=True)
-        for name in ("Makefile", "requirements.txt", "requirements-dev.txt"):
+        for name in ("Makefile", "requirements.txt", "requirements-dev.txt", "requirements-rerank.txt"):
             shutil.copy(REPO / name, checkout)
         (checkout / "fake_nextcloud").symlink_to(REPO / "fake_nextcloud")  # the registration's JSON comes from it
         shutil.copy(REPO / "appinfo" / "info.xml", checkout / "appinfo")
