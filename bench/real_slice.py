@@ -51,8 +51,8 @@ PROXY = "/index.php/apps/app_api/proxy/"
 
 
 def add_users(nc: RealNextcloud, names: list[str]) -> None:
-    """Accounts made through the provisioning API as an admin makes them, each logged in once
-    (skeleton, calendar, address book) and given an app password, as a client's login flow gets one.
+    """Accounts made through the provisioning API as an admin makes them, each logged in once (which
+    creates its calendar and address book) and given an app password, as a client's login flow gets one.
     Over HTTP rather than ``occ``: a PHP process per command costs seconds on a busy machine."""
     ocs = {"OCS-APIRequest": "true", "Accept": "application/json"}
     # No cookie jar: a session cookie from one login would make the next request that user's.
