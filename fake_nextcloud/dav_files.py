@@ -158,7 +158,9 @@ async def files_dav(request: Request, rest: str) -> Response:
             response.headers["Vary"] = "Brief,Prefer"
             return response
         if method in ("GET", "HEAD"):
-            return download(request, nc.files.resolve(uid, path))
+            node = nc.files.resolve(uid, path)
+            check_preconditions(request, node.etag, {"ETag": f'"{node.etag}"'})
+            return download(request, node)
         if method == "PUT":
             existing = nc.files.find(uid, path)
             check_preconditions(request, existing.etag if existing else None)

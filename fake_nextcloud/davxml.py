@@ -218,8 +218,9 @@ def destination_of(request: Request) -> str:
     return path[len(DAV_ROOT) + 1 :]
 
 
-def check_preconditions(request: Request, etag: str | None) -> None:
-    """If-Match / If-None-Match against the target's current ETag (None: it does not exist)."""
+def check_preconditions(request: Request, etag: str | None, headers: dict | None = None) -> None:
+    """If-Match / If-None-Match against the target's current ETag (None: it does not exist);
+    ``headers`` go with a 412 (a GET's names the current ETag, recorded on 34: webdav_get_if_match_stale)."""
     if_none_match = request.headers.get("if-none-match", "").strip()
     if_match = request.headers.get("if-match", "").strip()
     if if_none_match == "*" and etag is not None:
@@ -233,4 +234,6 @@ def check_preconditions(request: Request, etag: str | None) -> None:
             412,
             "Sabre\\DAV\\Exception\\PreconditionFailed",
             "An If-Match header was specified, but none of the specified ETags matched.",
+            "  <s:header>If-Match</s:header>\n",
+            headers,
         )

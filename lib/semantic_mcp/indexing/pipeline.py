@@ -279,7 +279,8 @@ class Pipeline:
                 return doc
         if payload == OCR_PAYLOAD:
             return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")  # type: ignore[call-arg]
-        return await source.fetch(self.nc, task.ref.user, task.ref.source_id)
+        # What the listing already read, carried from reconciliation (ADR 0530)
+        return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))
 
     async def _index(self, items: list[tuple[Task, SourceDocument]]) -> None:
         records = [(task, doc, chunk_records(doc, task.ref)) for task, doc in items]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ..documents import DocRef, DocType
 from ..nextcloud import NextcloudClient, NextcloudError
-from ..sources.base import Source
+from ..sources.base import Listing, Source
 from .state import IndexState
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,9 @@ async def reconcile_source(
     refused, queued = state.refused_versions(user, doc_type), state.queued(user, doc_type)
 
     def changed(source_id: str, version: str | None) -> bool:
-        if source_id in queued:  # its task reads the current version anyway; queuing it again would reset its attempts
+        # Its task reads the current version anyway (or indexes what it carries, and a version
+        # changed since is queued by the pass after it); queuing it again would reset its attempts.
+        if source_id in queued:
             return False
         if source_id in refused:  # dead-lettered by its own fault: only a new version is tried again
             return version is not None and refused[source_id] not in ("", version)
@@ -77,7 +80,10 @@ async def reconcile_source(
     deletes = [DocRef(user, doc_type, source_id) for source_id in sorted(gone)]
 
     if upserts:
-        result.queued_upserts = state.enqueue(upserts, "upsert")
+        carried = await _carried(source, nc, listing, user, [ref.source_id for ref in upserts])
+        result.queued_upserts = state.enqueue(
+            upserts, "upsert", payloads={ref: {"listed": carried[ref.source_id]} for ref in upserts
+                                         if ref.source_id in carried})
     if deletes:
         result.queued_deletes = state.enqueue(deletes, "delete")
     # The cursor is saved only after the work is queued: a crash in between re-lists, never loses.
@@ -88,3 +94,16 @@ async def reconcile_source(
             doc_type, user, len(upserts), len(deletes), " (full listing)" if listing.complete else "",
         )
     return result
+
+
+async def _carried(
+    source: Source, nc: NextcloudClient, listing: Listing, user: str, source_ids: list[str]
+) -> dict[str, dict[str, Any]]:
+    """What the new tasks carry to fetch (ADR 0530); nothing when Nextcloud cannot say it now:
+    each task then fetches what it needs itself, as one from an event does."""
+    try:
+        return await source.carried(nc, user, listing, source_ids)
+    except NextcloudError as exc:
+        log.info("Reading %d %s of %s ahead failed (%s): each is fetched alone", len(source_ids),
+                 source.doc_type, user, exc)
+        return {}

@@ -15,7 +15,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,10 +143,12 @@ class IndexState(UserRecords):
     # --- queue -----------------------------------------------------------------------------
 
     def enqueue(
-        self, refs: Iterable[DocRef], action: Action, payload: dict[str, Any] | None = None, *, urgent: bool = False
+        self, refs: Iterable[DocRef], action: Action, payload: dict[str, Any] | None = None, *, urgent: bool = False,
+        payloads: Mapping[DocRef, dict[str, Any]] | None = None,
     ) -> int:
         """Queue work; a pending task for the same document is replaced (the newest event wins).
-        ``urgent``: a change a user just made (an event), served before any catching up."""
+        ``urgent``: a change a user just made (an event), served before any catching up.
+        ``payloads``: a payload of each document's own, in place of ``payload``."""
         now, refs = time.time(), list(refs)
         with self._tx() as db:
             for ref in refs:
@@ -157,7 +159,8 @@ class IndexState(UserRecords):
                          action = excluded.action, payload = excluded.payload,
                          generation = tasks.generation + 1, attempts = 0, not_before = 0,
                          last_error = NULL, priority = MIN(tasks.priority, excluded.priority)""",
-                    (*_key(ref), action, json.dumps(payload) if payload else None, now, URGENT if urgent else CATCHING_UP),
+                    (*_key(ref), action, _json((payloads or {}).get(ref, payload)), now,
+                     URGENT if urgent else CATCHING_UP),
                 )
         return len(refs)
 
@@ -392,6 +395,10 @@ class IndexState(UserRecords):
     def set_meta(self, key: str, value: str) -> None:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def _json(payload: dict[str, Any] | None) -> str | None:
+    return json.dumps(payload) if payload else None
 
 
 _DOC = "user = ? AND doc_type = ? AND source_id = ?"  # one document's row, with _key's values

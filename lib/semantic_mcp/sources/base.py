@@ -10,9 +10,10 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from typing import Any
 
 from ..clock import Clock
 from ..documents import DocType, Skipped, SourceDocument, valid_source_id
@@ -40,6 +41,9 @@ class Listing:
     # Where each listed document is now, for sources whose versions survive a move (a file keeps
     # its ETag when it or a folder above it is renamed): a new location means "refresh" too.
     locations: dict[str, str] = field(default_factory=dict)
+    # What the listing already learned about a document that fetch would otherwise ask for again
+    # (a file's metadata, a card with its board): JSON-able, carried in the document's task (ADR 0530).
+    known: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,8 +140,20 @@ class Source(abc.ABC):
         """List documents changed since ``cursor`` (all of them when ``cursor`` is None or ``full``)."""
 
     @abc.abstractmethod
-    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
-        """Fetch one document as ``user``. Raise NotFound when it is gone or no longer readable."""
+    async def fetch(
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+    ) -> SourceDocument | Skipped:
+        """Fetch one document as ``user``. Raise NotFound when it is gone or no longer readable.
+
+        ``listed`` is what :meth:`carried` gave the document's task, if anything: fetch uses it
+        instead of asking again, as far as it can tell it is still current (ADR 0530)."""
+
+    async def carried(
+        self, nc: NextcloudClient, user: str, listing: Listing, source_ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """What the tasks of ``source_ids`` (changed documents of ``listing``) carry to fetch: by default
+        what the listing learned; a source may read it for many documents at once here instead."""
+        return {i: listing.known[i] for i in source_ids if i in listing.known}
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """True when ``user`` can still open the document, False when it is gone or forbidden.

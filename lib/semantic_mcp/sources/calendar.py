@@ -42,6 +42,7 @@ class CalendarSource(DavSyncSource):
     collection_type = "calendar"
     collection_props = (*DavSyncSource.collection_props, "cal:supported-calendar-component-set")
     multiget_report = "cal:calendar-multiget"
+    data_prop = "cal:calendar-data"
 
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         components = entry.prop_list("cal:supported-calendar-component-set")

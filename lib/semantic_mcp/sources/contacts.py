@@ -24,6 +24,7 @@ class ContactsSource(DavSyncSource):
     home_template = "/remote.php/dav/addressbooks/users/{user}/"
     collection_type = "addressbook"
     multiget_report = "card:addressbook-multiget"
+    data_prop = "card:address-data"
 
     def keeps(self, uri: str, entry: DavEntry) -> bool:
         return uri != "z-server-generated--system" and not uri.startswith("z-app-generated--")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -53,6 +53,21 @@ class _Placed:
         digest = zlib.crc32(json.dumps(shown, default=str).encode())
         return f"{card.get('ETag') or card.get('lastModified') or ''}-{digest:08x}"
 
+    def carried(self) -> dict[str, Any]:
+        """What a task carries of it (ADR 0530): the card, and of its board and stack what the text,
+        the link and the owner need."""
+        board, stack = self.board, self.stack
+        return {"board": {"id": board.get("id"), "title": board.get("title"), "owner": board.get("owner")},
+                "stack": {"id": stack.get("id"), "title": stack.get("title")}, "card": self.card}
+
+    @classmethod
+    def from_carried(cls, card_id: int, listed: Mapping[str, Any] | None) -> _Placed | None:
+        """Back from :meth:`carried`; None without it, or when it is not that card."""
+        parts = [listed.get(key) for key in ("board", "stack", "card")] if listed else []
+        if not parts or not all(isinstance(part, dict) for part in parts) or parts[2].get("id") != card_id:
+            return None
+        return cls(*parts)
+
 
 class DeckSource(Source):
     doc_type = "deck_card"
@@ -62,14 +77,21 @@ class DeckSource(Source):
         self._places: dict[tuple[str, int], tuple[int, int]] = {}  # (user, card id) -> (board id, stack id)
 
     async def list_changes(self, nc: NextcloudClient, user: str, cursor: str | None, *, full: bool) -> Listing:
-        items: dict[str, str | None] = {}
+        listing = Listing(complete=True)
         for board in await self._boards(nc, user):
             for placed in await self._cards_of(nc, user, board):
-                items[str(placed.card["id"])] = placed.version
-        return Listing(items=items, complete=True)
+                listing.items[str(placed.card["id"])] = placed.version
+                listing.known[str(placed.card["id"])] = placed.carried()
+        return listing
 
-    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
-        placed = await self._find(nc, user, int(checked_id("deck_card", source_id)))
+    async def fetch(
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+    ) -> SourceDocument | Skipped:
+        """The card as the listing read it (``listed``: no request), else found on the user's boards.
+        A card changed since is indexed as listed, under the version listed: the next listing sees
+        its new version and queues it again; one gone since is removed by that listing."""
+        card_id = int(checked_id("deck_card", source_id))
+        placed = _Placed.from_carried(card_id, listed) or await self._find(nc, user, card_id)
         if not self.options.index_examples and is_deck_example_card(placed.card.get("description") or ""):
             return Skipped(self.doc_type, source_id, EXAMPLE_CARD_REASON, version=placed.version)
         return document_from_card(source_id, placed)

@@ -12,15 +12,19 @@ can say which ones were too large.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 from urllib.parse import quote
+
+import httpx
 
 from ..documents import Skipped, SourceDocument, valid_source_id
 from ..nextcloud import (
     DavEntry,
     NextcloudClient,
+    NextcloudError,
     NotFound,
     Transient,
     dav_body,
@@ -78,11 +82,9 @@ async def readable_by_file_id(
     ids = list(dict.fromkeys(file_ids))
 
     async def batch(part: list[str]) -> dict[str, bool | None]:
-        tests = [_file_id_is(file_id) for file_id in part]
-        where = tests[0] if len(tests) == 1 else f"<d:or>{''.join(tests)}</d:or>"
         try:
             async with slots:
-                entries = await asyncio.wait_for(search_files(nc, user, where, ("oc:fileid",)), timeout)
+                entries = await asyncio.wait_for(search_files(nc, user, _any_file_id(part), ("oc:fileid",)), timeout)
         except (Transient, TimeoutError):
             return dict.fromkeys(part)
         found = {entry.props.get("oc:fileid") for entry in entries if entry.status == 200}
@@ -96,8 +98,10 @@ async def readable_by_file_id(
     return verdicts
 
 
-def _file_id_is(file_id: str) -> str:
-    return f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>"
+def _any_file_id(file_ids: Sequence[str]) -> str:
+    """A SEARCH condition matching the files of ``file_ids`` (numeric, as valid ids are)."""
+    tests = [f"<d:eq>{prop_xml(['oc:fileid'])}<d:literal>{file_id}</d:literal></d:eq>" for file_id in file_ids]
+    return tests[0] if len(tests) == 1 else f"<d:or>{''.join(tests)}</d:or>"
 
 
 async def search_files(nc: NextcloudClient, user: str, where: str, props: Sequence[str] = _PROPS) -> list[DavEntry]:
@@ -119,7 +123,7 @@ def _path_under(path: str, root: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class _FileInfo:
+class FileInfo:
     """The metadata one SEARCH answer gives about a file, in the form the checks below need."""
 
     file_id: str
@@ -136,8 +140,22 @@ class _FileInfo:
     def name(self) -> str:
         return PurePosixPath(self.path).name
 
+    def carried(self) -> dict[str, Any]:
+        """What a task carries of it (ADR 0530): a listed file is never a folder, its id is the task's."""
+        return {"path": self.path, "etag": self.etag, "modified": self.modified, "mime": self.mime,
+                "size": self.size, "tags": list(self.tags), "owner": self.owner}
+
     @classmethod
-    def from_entry(cls, entry: DavEntry, user: str) -> _FileInfo:
+    def from_carried(cls, file_id: str, listed: Mapping[str, Any] | None) -> FileInfo | None:
+        """Back from :meth:`carried`; None without it, or when it is not what carried wrote."""
+        try:
+            return cls(file_id, str(listed["path"]), str(listed["etag"]), int(listed["modified"]), str(listed["mime"]),
+                       int(listed["size"]), tuple(map(str, listed["tags"])), False, str(listed["owner"])) if listed else None
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    @classmethod
+    def from_entry(cls, entry: DavEntry, user: str) -> FileInfo:
         # DAV hrefs may carry a web-root prefix (/nextcloud/remote.php/...), so cut at the files root.
         _, _, below = entry.href.partition(f"/remote.php/dav/files/{user}")
         return cls(
@@ -175,21 +193,31 @@ class FilesSource(Source):
             complete=since == 0,
             cursor=str(min(newest, int(self.options.clock.time()))),
             locations={info.file_id: info.path for info in listed},
+            known={info.file_id: info.carried() for info in listed},
         )
 
     async def fetch(
-        self, nc: NextcloudClient, user: str, source_id: str, *, ocr_lane: str | None = None
+        self,
+        nc: NextcloudClient,
+        user: str,
+        source_id: str,
+        *,
+        ocr_lane: str | None = None,
+        listed: Mapping[str, Any] | None = None,
     ) -> SourceDocument | Skipped:
         """Read the metadata, decide without downloading when possible, then download and extract.
+
+        The metadata is the listing's (``listed``) while the file is still the one listed: the
+        download asks for that ETag (``If-Match``), and a file changed, moved or unshared since
+        is looked up again by id, as one without it is (ADR 0530).
 
         Text in images is read only with ``ocr_lane``, the parser workers to read it in (the
         indexing's OCR lane, ADR 0601, or the reading tool's); without it, a file that needs OCR
         raises :class:`NeedsOcr` while OCR is on, and is skipped while it is off."""
-        info = await lookup_file(nc, user, source_id)
-        reason = self._exclusion(info) or exclusion(self.options, size=info.size)
-        if reason:
-            return Skipped(self.doc_type, source_id, reason, version=info.etag)
-        response = await nc.request(user, "GET", nc.files_root(user) + quote(info.path))
+        read = await self._download(nc, user, source_id, FileInfo.from_carried(source_id, listed))
+        if isinstance(read, Skipped):
+            return read
+        info, response = read
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
         languages = self.options.ocr_languages
         reading = OcrOptions(languages) if ocr_lane and languages else None
@@ -223,6 +251,24 @@ class FilesSource(Source):
             sections=tuple((offset + shift, label) for offset, label in extracted.sections),
         )
 
+    async def _download(
+        self, nc: NextcloudClient, user: str, source_id: str, listed: FileInfo | None
+    ) -> tuple[FileInfo, httpx.Response] | Skipped:
+        """The file's metadata and bytes, or why it is not downloaded (an exclusion, its size)."""
+        info = listed or await lookup_file(nc, user, source_id)
+        reason = self._exclusion(info) or exclusion(self.options, size=info.size)
+        if reason:
+            return Skipped(self.doc_type, source_id, reason, version=info.etag)
+        path = nc.files_root(user) + quote(info.path)
+        if listed is None:
+            return info, await nc.request(user, "GET", path)
+        try:
+            return info, await nc.request(user, "GET", path, headers={"If-Match": f'"{info.etag}"'})
+        except NextcloudError as exc:
+            if not isinstance(exc, NotFound) and exc.status != 412:  # 412: its ETag is no longer the one listed
+                raise
+        return await self._download(nc, user, source_id, None)  # changed, moved or unshared since the listing
+
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """One SEARCH by file id: files the user cannot see (any more) are simply not found."""
         return await is_readable(lookup_file(nc, user, source_id))
@@ -232,7 +278,7 @@ class FilesSource(Source):
     ) -> dict[str, bool | None]:
         return await readable_by_file_id(nc, user, source_ids, slots=slots, timeout=timeout)
 
-    def _exclusion(self, info: _FileInfo) -> str | None:
+    def _exclusion(self, info: FileInfo) -> str | None:
         """Why a file is not a document of this source, or None when it is."""
         options = self.options
         if info.is_folder:
@@ -253,15 +299,24 @@ class FilesSource(Source):
 
 
 
-async def _search_infos(nc: NextcloudClient, user: str, where: str) -> list[_FileInfo]:
+async def _search_infos(nc: NextcloudClient, user: str, where: str) -> list[FileInfo]:
     """One basicsearch over the user's whole tree (shares included), returning what ``_PROPS`` says."""
-    return [_FileInfo.from_entry(entry, user) for entry in await search_files(nc, user, where) if entry.status == 200]
+    return [FileInfo.from_entry(entry, user) for entry in await search_files(nc, user, where) if entry.status == 200]
 
 
-async def lookup_file(nc: NextcloudClient, user: str, file_id: str) -> _FileInfo:
+async def lookup_file(nc: NextcloudClient, user: str, file_id: str) -> FileInfo:
     """Find a file (or note) by id, as DAV paths are by name; NotFound when the user cannot see it."""
-    if valid_source_id("file", file_id):
-        for info in await _search_infos(nc, user, _file_id_is(file_id)):
-            if info.file_id == file_id:
-                return info
+    if info := (await lookup_files(nc, user, [file_id])).get(file_id):
+        return info
     raise NotFound(f"file {file_id} not found for {user!r}", 404)
+
+
+async def lookup_files(nc: NextcloudClient, user: str, file_ids: Sequence[str]) -> dict[str, FileInfo]:
+    """Find many files (or notes) by id, one SEARCH per :data:`READABLE_BATCH` of them; those the
+    user cannot see are absent from the answer."""
+    ids = [file_id for file_id in dict.fromkeys(file_ids) if valid_source_id("file", file_id)]
+    found: dict[str, FileInfo] = {}
+    for start in range(0, len(ids), READABLE_BATCH):
+        part = ids[start : start + READABLE_BATCH]
+        found.update((info.file_id, info) for info in await _search_infos(nc, user, _any_file_id(part)))
+    return {file_id: found[file_id] for file_id in ids if file_id in found}

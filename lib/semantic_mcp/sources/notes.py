@@ -7,13 +7,13 @@ source leaves the notes folder alone and file webhooks on it are routed here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..documents import SourceDocument, Skipped
 from ..nextcloud import NextcloudClient, http_date_to_ts
 from .base import Listing, Source, checked_id, compose_text, is_readable, owner_extra
-from .files import lookup_file, readable_by_file_id
+from .files import FileInfo, lookup_file, lookup_files, readable_by_file_id
 
 NOTES_API = "/index.php/apps/notes/api/v1/notes"
 _JSON = {"Accept": "application/json"}
@@ -44,14 +44,26 @@ class NotesSource(Source):
             cursor=str(newest),
         )
 
-    async def fetch(self, nc: NextcloudClient, user: str, source_id: str) -> SourceDocument | Skipped:
+    async def carried(
+        self, nc: NextcloudClient, user: str, listing: Listing, source_ids: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """The changed notes' files (owner, path, system tags), one SEARCH for many of them, with the
+        note's ETag as listed: fetch uses them while the note is still that version (ADR 0530)."""
+        files = await lookup_files(nc, user, source_ids)
+        return {i: {**info.carried(), "note_etag": listing.items.get(i)} for i, info in files.items()}
+
+    async def fetch(
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+    ) -> SourceDocument | Skipped:
         """The note from the Notes API, and its file's path and system tags (which the Notes API does
-        not give) from a SEARCH by file id, so the admin's excluded paths and tag apply to notes too."""
+        not give) from a SEARCH by file id, so the admin's excluded paths and tag apply to notes too;
+        no SEARCH when the task carries them (``listed``) and the note is still the version listed."""
         note = await self._get(nc, user, source_id)
         if note.get("error"):
             reason = f"Notes cannot read this note: {note.get('errorType') or 'error'}"
             return Skipped(self.doc_type, source_id, reason, version=note.get("etag") or "")
-        file = await lookup_file(nc, user, source_id)
+        unchanged = listed is not None and note.get("etag") and listed.get("note_etag") == note.get("etag")
+        file = (FileInfo.from_carried(source_id, listed) if unchanged else None) or await lookup_file(nc, user, source_id)
         title = note.get("title") or "(untitled note)"
         category = note.get("category") or ""
         return SourceDocument(
