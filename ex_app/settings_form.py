@@ -53,7 +53,8 @@ ADMIN_FORM = SettingsForm(
         _checkbox("index_nextcloud_examples", "Index Nextcloud's example files",
                   "The files every new account starts with (Readme.md files, the Templates folder and "
                   "'Templates credits.md', the Nextcloud flyer, example documents), recognised by path and size as "
-                  "Nextcloud ships them, and the cards and sample image of Deck's welcome board. Off, they stay out "
+                  "Nextcloud ships them, the cards and sample image of Deck's welcome board, and a new account's "
+                  "example event and example contact. Off, they stay out "
                   "of search results; an edited copy, or a user's own file in Templates/, is always indexed."),
         _checkbox("ocr_enabled", "Read text in images and scans (OCR)",
                   "PNG, JPEG, TIFF, WEBP, GIF and BMP files and PDF pages without a text layer are read with "

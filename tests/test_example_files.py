@@ -126,3 +126,68 @@ async def test_an_unchanged_card_of_decks_welcome_board_is_skipped_and_an_edited
     assert isinstance(edited, SourceDocument)
     shown = await source(welcome, index_examples=True).fetch(None, "alice", "7")  # type: ignore[arg-type]
     assert isinstance(shown, SourceDocument)
+
+
+# Nextcloud 34.0.1's example event as its dav app writes it in English (ExampleEventService).
+EXAMPLE_EVENT_DESCRIPTION = (
+    "Welcome to Nextcloud Calendar!\n\nThis is a sample event - explore the flexibility of planning with Nextcloud"
+    " Calendar by making any edits you want!\n\nWith Nextcloud Calendar, you can:\n- Create, edit, and manage events"
+    " effortlessly.\n- Create multiple calendars and share them with teammates, friends, or family.\n- Check"
+    " availability and display your busy times to others.\n- Seamlessly integrate with apps and devices via CalDAV.\n-"
+    " Customize your experience: schedule recurring events, adjust notifications and other settings."
+)
+
+
+def _example_event(description: str) -> str:
+    escaped = description.replace("\\", "\\\\").replace(",", "\\,").replace(";", "\\;").replace("\n", "\\n")
+    return ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Sabre//Sabre VObject 4.5.6//EN\r\nBEGIN:VEVENT\r\n"
+            "UID:3jRUlzdUQSj0UlgV15hFxPEU3lPFHSrx\r\nDTSTAMP:20261125T182944Z\r\nSUMMARY:Example event - open me!\r\n"
+            f"DTSTART:20261202T100000Z\r\nDTEND:20261202T110000Z\r\nDESCRIPTION:{escaped}\r\n"
+            "END:VEVENT\r\nEND:VCALENDAR\r\n")
+
+
+def test_nextclouds_example_event_is_skipped_until_edited_or_the_setting_brings_it_back() -> None:
+    """Recognised by its description (the English text or one of 34.0.1's translations; the real tier
+    checks the admin's own example event), whatever its random UID and its date."""
+    from datetime import UTC, datetime
+
+    from semantic_mcp.sources.calendar import CalendarSource, document_from_ics
+    from semantic_mcp.sources.examples import CALENDAR_EXAMPLE_DESCRIPTIONS, EXAMPLE_EVENT_REASON
+
+    def parse(description: str, index_examples: bool = False) -> SourceDocument | Skipped:
+        return document_from_ics("admin", "personal/3jRU.ics", _example_event(description), '"e"', "Personal", 0,
+                                 datetime(2026, 11, 26, tzinfo=UTC), index_examples)
+
+    skipped = parse(EXAMPLE_EVENT_DESCRIPTION)
+    assert isinstance(skipped, Skipped) and skipped.reason == EXAMPLE_EVENT_REASON
+    assert isinstance(parse(EXAMPLE_EVENT_DESCRIPTION + "\nBring the slides."), SourceDocument)
+    assert isinstance(parse(EXAMPLE_EVENT_DESCRIPTION, index_examples=True), SourceDocument)
+    assert len(CALENDAR_EXAMPLE_DESCRIPTIONS) == 37  # English and the 36 distinct translations of 34.0.1
+    assert CalendarSource(SourceOptions(index_examples=True)).parser_args()[-1] is True
+
+
+def test_nextclouds_example_contact_is_skipped_until_edited_or_the_setting_brings_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Recognised by its properties (all but those Nextcloud writes anew: UID, REV, the translated NOTE) and
+    its note; the real tier checks the digest against the admin's own example contact."""
+    from semantic_mcp.sources import examples
+    from semantic_mcp.sources.contacts import ContactsSource, document_from_vcard, parse_vcard
+
+    card = ("BEGIN:VCARD\r\nVERSION:3.0\r\nPRODID:-//Sabre//Sabre VObject 4.5.6//EN\r\nUID:{uid}\r\nFN:Leon Green\r\n"
+            "EMAIL;TYPE=HOME:{email}\r\nREV;VALUE=DATE-AND-OR-TIME:{rev}\r\nNOTE:{note}\r\nEND:VCARD\r\n")
+    shipped = card.format(uid="cffff367", email="leon@example.com", rev="20250108T160752Z", note="")
+    monkeypatch.setattr(examples, "CONTACT_EXAMPLE_PROPERTIES", examples.contact_properties_digest(parse_vcard(shipped)))
+
+    def parse(note: str = "This is an example contact", email: str = "leon@example.com",
+              index_examples: bool = False) -> SourceDocument | Skipped:
+        text = card.format(uid="8d1cba4c", email=email, rev="20261125T182944Z", note=note)
+        return document_from_vcard("contacts/default", text, '"e"', "Contacts", 0, index_examples)
+
+    skipped = parse()
+    assert isinstance(skipped, Skipped) and skipped.reason == examples.EXAMPLE_CONTACT_REASON
+    assert isinstance(parse(note="Dies ist ein Beispielkontakt"), Skipped)  # the German account's note
+    assert isinstance(parse(note="Met him at the harbour"), SourceDocument)
+    assert isinstance(parse(email="leon@green.example"), SourceDocument)
+    assert isinstance(parse(index_examples=True), SourceDocument)
+    assert ContactsSource(SourceOptions(index_examples=True)).parser_args() == (True,)

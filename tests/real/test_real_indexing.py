@@ -12,7 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from realstack import RealStack
-from semantic_mcp.sources.examples import DECK_SAMPLE_IMAGE, EXAMPLE_CARD_REASON
+from semantic_mcp.sources.examples import (
+    DECK_SAMPLE_IMAGE,
+    EXAMPLE_CARD_REASON,
+    EXAMPLE_CONTACT_REASON,
+    EXAMPLE_EVENT_REASON,
+)
 
 
 async def found(real: RealStack, user: str, query: str, title: str, **args) -> bool:
@@ -157,6 +162,18 @@ async def test_decks_welcome_board_made_by_the_first_listing_stays_out_of_search
     answer = real.user("alice").http.request("PROPFIND", real.user("alice").dav_path(f"/Deck/{name}"),
                                              headers={"Depth": "0"})
     assert answer.status_code == 207 and f"<d:getcontentlength>{size}</d:getcontentlength>" in answer.text
+
+
+async def test_nextclouds_example_event_and_contact_stay_out_of_search(real: RealStack) -> None:
+    """Nextcloud 34 puts an example event and an example contact ("Leon Green") in the calendar and the
+    address book it makes at an account's first login: the admin's here, as nc-kit's setup logged in. They are
+    recognised by their texts as the dav app wrote them (digests the app ships) and left out (ADR 0201)."""
+    skipped = dict(real.db_rows("SELECT doc_type, reason FROM skipped WHERE user = 'admin' AND reason IN (?, ?)",
+                                (EXAMPLE_EVENT_REASON, EXAMPLE_CONTACT_REASON)))
+    assert skipped == {"calendar_event": EXAMPLE_EVENT_REASON, "contact": EXAMPLE_CONTACT_REASON}
+    titles = {title for (title,) in real.db_rows("SELECT title FROM documents WHERE user = 'admin'")}
+    assert not titles & {"Example event - open me!", "Leon Green"}
+    assert not set(await real.titles("admin", "example event open me")) & {"Example event - open me!"}
 
 
 WELCOME_CARDS = ("1. Open to learn more about boards and cards", "2. Drag cards left and right, up and down",

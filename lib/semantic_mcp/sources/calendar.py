@@ -19,6 +19,7 @@ from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, NotFound, strip_etag
 from .base import compose_gist, compose_text, owner_extra
 from .dav_sync import DavSyncSource, collection_owner
+from .examples import EXAMPLE_EVENT_REASON, is_calendar_example_event
 
 CALENDAR_HOME = "/remote.php/dav/calendars/{user}/"
 
@@ -51,7 +52,8 @@ class CalendarSource(DavSyncSource):
     parser = f"{__name__}:document_from_ics"
 
     def parser_args(self) -> tuple:
-        return (self.options.clock.now(),)  # "next occurrence" is after the app's now (the injected clock)
+        # "next occurrence" is after the app's now (the injected clock)
+        return (self.options.clock.now(), self.options.index_examples)
 
     async def document_from_payload(
         self, source_id: str, payload: Mapping[str, Any], user: str | None = None
@@ -96,19 +98,22 @@ def document_from_ics(
     calendar_name: str,
     modified: int,
     now: datetime,
+    index_examples: bool = False,
 ) -> SourceDocument | Skipped:
     """Turn one calendar object into a document; broken iCalendar gives Skipped, never an exception.
 
     Times are shown in the event's own time zone (its TZID), and also given as unix seconds in
     ``event_start``/``event_end``; floating times and all-day dates count as UTC there. A
     recurring event is one document: its first occurrence, the rule in words and, in ``extra``,
-    the next occurrence after ``now``.
+    the next occurrence after ``now``. Nextcloud's example event is Skipped unless ``index_examples``.
     """
     version = strip_etag(etag)
     try:
         event = _main_event(Calendar.from_ical(ics_text))
         if event is None:
             return Skipped("calendar_event", source_id, "no event in this calendar object", version=version)
+        if not index_examples and is_calendar_example_event(str(event.get("DESCRIPTION") or "")):
+            return Skipped("calendar_event", source_id, EXAMPLE_EVENT_REASON, version=version)
         return _event_document(event, user, source_id, version, calendar_name, modified, now)
     except (ValueError, TypeError) as exc:  # icalendar's errors are ValueErrors; odd values fail as either
         return Skipped("calendar_event", source_id, f"invalid iCalendar: {exc}"[:300], version=version)

@@ -14,6 +14,7 @@ from ..documents import SourceDocument, Skipped
 from ..nextcloud import DavEntry, strip_etag
 from .base import compose_gist, compose_text
 from .dav_sync import DavSyncSource
+from .examples import EXAMPLE_CONTACT_REASON, is_contact_example
 
 
 class ContactsSource(DavSyncSource):
@@ -30,6 +31,9 @@ class ContactsSource(DavSyncSource):
         return uri != "z-server-generated--system" and not uri.startswith("z-app-generated--")
 
     parser = f"{__name__}:parse_contact"
+
+    def parser_args(self) -> tuple:
+        return (self.options.index_examples,)
 
 
 @dataclass
@@ -121,9 +125,10 @@ _NOISE_TYPES = {"internet", "pref", "voice", "x400"}
 
 
 def document_from_vcard(
-    source_id: str, vcard_text: str, etag: str, book_name: str, modified: int
+    source_id: str, vcard_text: str, etag: str, book_name: str, modified: int, index_examples: bool = False
 ) -> SourceDocument | Skipped:
-    """Turn one vCard into a document: name first, then what people search contacts by."""
+    """Turn one vCard into a document: name first, then what people search contacts by. Nextcloud's
+    example contact is Skipped unless ``index_examples``."""
     try:
         props = parse_vcard(vcard_text)
     except ValueError as exc:
@@ -144,6 +149,8 @@ def document_from_vcard(
     uid = single("UID")
     book_uri = source_id.partition("/")[0]
     heading, note = f"Contact: {name}", "\n".join(prop.text() for prop in values("NOTE"))
+    if not index_examples and is_contact_example(props, note):
+        return Skipped("contact", source_id, EXAMPLE_CONTACT_REASON, version=strip_etag(etag))
     text = compose_text(
         heading,
         [
@@ -173,10 +180,10 @@ def document_from_vcard(
     )
 
 
-def parse_contact(_user: str, source_id: str, vcard_text: str, etag: str, book_name: str, modified: int
-                  ) -> SourceDocument | Skipped:
+def parse_contact(_user: str, source_id: str, vcard_text: str, etag: str, book_name: str, modified: int,
+                  index_examples: bool = False) -> SourceDocument | Skipped:
     """:func:`document_from_vcard` with the arguments every DAV source's parser takes (the user unused)."""
-    return document_from_vcard(source_id, vcard_text, etag, book_name, modified)
+    return document_from_vcard(source_id, vcard_text, etag, book_name, modified, index_examples)
 
 
 def _name_from_n(props: list[VCardProperty]) -> str:
