@@ -84,8 +84,8 @@ def write_content(stack: RealStack, users: list[str], now: datetime) -> None:
             try:
                 make(*args, **kwargs)
                 return
-            except AssertionError as exc:
-                if "database is locked" not in str(exc) or attempt == 7:
+            except AssertionError as exc:  # Deck answers a locked write with a bare "Internal server error"
+                if not any(sign in str(exc) for sign in ("database is locked", "Internal server error")) or attempt == 7:
                     raise
                 time.sleep(2)
 
