@@ -17,8 +17,6 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-
-from fake_nextcloud import FakeNextcloud
 from semantic_mcp.documents import DocRef
 from semantic_mcp.indexing.pipeline import Pipeline
 from semantic_mcp.indexing.reconcile import reconcile_source
@@ -27,6 +25,8 @@ from semantic_mcp.keyword import KeywordIndex
 from semantic_mcp.nextcloud import NextcloudClient
 from semantic_mcp.sources import make_sources
 from semantic_mcp.store import VectorStore
+
+from fake_nextcloud import FakeNextcloud
 from tests.fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
 from tests.test_fake_nextcloud import RECORDED_34, WIRE, hrefs, shape
 

@@ -103,7 +103,7 @@ async def _carried(
     each task then fetches what it needs itself, as one from an event does."""
     try:
         return await source.carried(nc, user, listing, source_ids)
-    except Exception as exc:  # reading ahead only saves requests: it never keeps the changes from the queue
+    except Exception as exc:  # noqa: BLE001 - reading ahead only saves requests: it never keeps changes from the queue
         log.info("Reading %d %s of %s ahead failed (%s): each is fetched alone", len(source_ids),
                  source.doc_type, user, exc)
         return {}
