@@ -122,7 +122,7 @@ def embedding_stub(conn: Any, latency: float) -> None:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as any real service: no TCP handshake a request
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             texts = body["input"]
             with tally:

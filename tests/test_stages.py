@@ -7,7 +7,6 @@ import asyncio
 import time
 
 import pytest
-
 from semantic_mcp.indexing.stages import Stages
 
 
