@@ -395,7 +395,6 @@ class Pipeline:
             await self._store(written)
         self.stats.processed += len(batch.tasks)
         if batch.lane == "main":  # an OCR file's minutes say nothing about the main lane's batches
-            # From claim to written, the wait behind the batch before included: what an event
-            # queued meanwhile waits for.
+            # From claim to written, waiting behind the batch before included: what a new event waits for
             self.stats.last_batch_seconds = time.monotonic() - batch.started
             self.batch_size = next_batch_size(self.batch_size, len(batch.tasks), self.stats.last_batch_seconds)
