@@ -230,8 +230,8 @@ async def throughput(n_docs: int, words_per: int) -> list[str]:
         embedder = engine.embedder()
         embedder.embed_passages = timer.wrap("embed", embedder.embed_passages)  # type: ignore[method-assign]
         pipeline._write = timer.wrap("write", pipeline._write)  # type: ignore[method-assign]
-        pipeline._index = timer.wrap("index", pipeline._index)  # type: ignore[method-assign]
-        pipeline.run_once = timer.wrap("batch", pipeline.run_once)  # type: ignore[method-assign]
+        pipeline._embed = timer.wrap("chunk+embed", pipeline._embed)  # type: ignore[method-assign]
+        pipeline._fetch_batch = timer.wrap("fetch", pipeline._fetch_batch)  # type: ignore[method-assign]
         engine.reconcile_user = timer.wrap("reconcile", engine.reconcile_user)  # type: ignore[method-assign]
         threads_before = thread_cpu()
         cpu, started = time.process_time(), time.perf_counter()
@@ -288,17 +288,16 @@ async def throughput(n_docs: int, words_per: int) -> list[str]:
         f"{load_after:.1f} after the pipeline run.\n"
     )
     t = timer.seconds
-    fetch = t.get("batch", 0) - t.get("index", 0)
-    rest = t.get("index", 0) - t.get("embed", 0) - t.get("write", 0)
-    idle = pipe_wall - t.get("batch", 0)
-    out.append("Where the pipeline's wall time went (wrapping its methods in this process):\n")
+    rest = t.get("chunk+embed", 0) - t.get("embed", 0)
+    out.append("Where the pipeline's wall time went (wrapping its methods in this process; the stages overlap, "
+               "lib/semantic_mcp/indexing/stages.py, so their shares may add up to more than 100 %):\n")
     out.append("| Step | Seconds | Share |\n|---|---|---|")
     for name, seconds in (
         ("embedding (`CachedEmbedder.embed_passages`: cache lookup, model, cache write)", t.get("embed", 0)),
-        ("fetching (claim, HTTP to Nextcloud, text extraction; `run_once` minus `_index`)", fetch),
+        ("fetching (`_fetch_batch`: claim, HTTP to Nextcloud, text extraction)", t.get("fetch", 0)),
         ("index writes (`_write`: Chroma upsert, FTS5 upsert, ledger)", t.get("write", 0)),
-        ("rest of `_index` (chunking, thread hand-offs)", rest),
-        (f"outside batches (reconciliation listing {t.get('reconcile', 0):.2f} s, queue polling, wake-ups)", idle),
+        ("rest of `_embed` (chunking, thread hand-offs)", rest),
+        ("reconciliation listing", t.get("reconcile", 0)),
     ):
         out.append(f"| {name} | {seconds:.2f} | {100 * seconds / pipe_wall:.0f} % |")
     out.append("\nCPU seconds by thread of this process (from /proc/self/task; Python threads by name, native "

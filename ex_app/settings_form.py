@@ -90,6 +90,10 @@ ADMIN_FORM = SettingsForm(
         _text("embedding_model", "Embedding model name", "For OpenAI-compatible or Ollama", placeholder="nomic-embed-text"),
         _text("embedding_api_key", "Embedding API key", "For OpenAI-compatible endpoints",
               kind=SettingsFieldType.PASSWORD, sensitive=True),
+        _text("embedding_concurrency", "Embedding requests at once",
+              "For OpenAI-compatible or Ollama: how many requests the app has in flight at a time (default 4). "
+              "Lower it for a service that refuses more; raise it for one with many workers",
+              kind=SettingsFieldType.NUMBER),
         _text("default_scopes", "Scopes granted to app passwords",
               f"{READ_SCOPE} allows search and status, {WRITE_SCOPE} allows users to turn their indexing on and off"),
         _checkbox("query_analysis", "Query analysis by the client's model", "Uses MCP sampling where the client offers it"),

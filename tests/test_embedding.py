@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from pytest_httpx import HTTPXMock
-
 from semantic_mcp.embedding import (
+    REMOTE_CONCURRENCY,
     CachedEmbedder,
     Embedder,
     EmbeddingCache,
@@ -157,3 +160,67 @@ def test_make_embedder_wraps_cache_and_rejects_unknown(tmp_path: Path) -> None:
         make_embedder("word2vec")
     cached = make_embedder("ollama", cache_path=tmp_path / "c.db", base_url="http://o", model="m")
     assert isinstance(cached, CachedEmbedder) and cached.model_id == "ollama-m"
+
+
+def test_openai_backend_sends_batches_concurrently_within_its_bound_and_keeps_the_order() -> None:
+    """A real HTTP server that answers slowly: the batches of one call overlap (never more than
+    ``concurrency`` at once), and the vectors come back in the texts' order whatever order the
+    answers arrive in."""
+    in_flight, most, lock = [0], [0], threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            inputs = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+            with lock:
+                in_flight[0] += 1
+                most[0] = max(most[0], in_flight[0])
+            time.sleep(0.15 if int(inputs[0]) % 4 == 0 else 0.05)  # some batches answer later than later ones
+            with lock:
+                in_flight[0] -= 1
+            data = [{"index": i, "embedding": [float(t), 1.0]} for i, t in enumerate(inputs)]
+            body = json.dumps({"data": data}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        embedder = OpenAIEmbedder(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", batch_size=2, concurrency=3)
+        texts = [str(n) for n in range(24)]  # 12 batches
+        started = time.monotonic()
+        vectors = embedder.embed_passages(texts)
+        took = time.monotonic() - started
+    finally:
+        server.shutdown()
+    expected = np.array([[float(n), 1.0] for n in range(24)])
+    assert np.allclose(vectors, expected / np.linalg.norm(expected, axis=1, keepdims=True))
+    assert most[0] == 3, f"{most[0]} requests at once, the bound is 3"
+    assert took < 0.8, f"{took:.2f} s: one at a time takes 1.0 s"
+
+
+def test_openai_backend_concurrent_error_is_the_first_failed_batch(httpx_mock: HTTPXMock) -> None:
+    def reply(request: httpx.Request) -> httpx.Response:
+        inputs = json.loads(request.content)["input"]
+        if inputs[0] in ("c", "e"):
+            return httpx.Response(503, text=f"busy at {inputs[0]}")
+        return openai_reply(request)
+
+    httpx_mock.add_callback(reply, url="http://emb/v1/embeddings", is_reusable=True)
+    embedder = OpenAIEmbedder("http://emb/v1", "m", batch_size=2, concurrency=4)
+    with pytest.raises(EmbeddingError, match="503: busy at c"):
+        embedder.embed_passages(list("abcdefgh"))
+
+
+def test_the_admin_setting_sets_the_requests_in_flight() -> None:
+    from semantic_mcp.config import AdminSettings
+
+    settings = AdminSettings.from_values({"embedding_backend": "openai", "embedding_url": "http://e/v1",
+                                          "embedding_model": "m", "embedding_concurrency": "2"})
+    assert make_embedder("openai", **settings.remote_embedder_options()).concurrency == 2
+    unset = AdminSettings.from_values({"embedding_backend": "ollama", "embedding_concurrency": "0"})
+    assert make_embedder("ollama", **unset.remote_embedder_options()).concurrency == REMOTE_CONCURRENCY

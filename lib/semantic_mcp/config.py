@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from .clock import Clock
 from .documents import DOC_TYPES, DocType
+from .embedding import REMOTE_CONCURRENCY
 
 READ_SCOPE = "semantic:read"
 WRITE_SCOPE = "semantic:write"
@@ -172,6 +173,7 @@ class AdminSettings:
     embedding_url: str = ""
     embedding_model: str = ""
     embedding_api_key: str = ""
+    embedding_concurrency: int = REMOTE_CONCURRENCY  # requests in flight to a remote endpoint (0: the default)
     default_scopes: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)
     query_analysis: bool = True
     reranking: bool = True
@@ -198,11 +200,12 @@ class AdminSettings:
     def source_enabled(self, doc_type: DocType) -> bool:
         return bool(getattr(self, f"index_{doc_type}s"))
 
-    def remote_embedder_options(self) -> dict[str, str]:
+    def remote_embedder_options(self) -> dict[str, str | int]:
         """Constructor options for the remote embedding backends; the built-in models take none."""
         if self.embedding_backend not in ("openai", "ollama"):
             return {}
-        options = {"base_url": self.embedding_url, "model": self.embedding_model}
+        options: dict[str, str | int] = {"base_url": self.embedding_url, "model": self.embedding_model,
+                                          "concurrency": self.embedding_concurrency or REMOTE_CONCURRENCY}
         if self.embedding_backend == "openai" and self.embedding_api_key:
             options["api_key"] = self.embedding_api_key
         return options

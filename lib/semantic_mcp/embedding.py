@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -175,8 +176,17 @@ class MiniLMOnnxEmbedder(_Backend):
         return (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
 
 
+# Requests a remote backend has in flight at once (the ``embedding_concurrency`` setting's default).
+# Two already keep a service that answers one request at a time busy (the next one is queued there
+# while the app reads the last answer); four let the pipeline's largest batch (64 documents, ~200
+# chunks, ~4 requests of 64) go out at once, and let a GPU service (TEI, vLLM, Ollama) batch them
+# together. More would only queue at the service and meet a hosted API's rate limit sooner.
+REMOTE_CONCURRENCY = 4
+
+
 class _RemoteBackend(_Backend):
-    """An HTTP embedding server: timeouts, connect retries, prefixes and clear errors."""
+    """An HTTP embedding server: timeouts, connect retries, prefixes, clear errors, and up to
+    ``concurrency`` requests in flight for one call of :meth:`embed_passages`."""
 
     def __init__(
         self,
@@ -189,10 +199,13 @@ class _RemoteBackend(_Backend):
         max_input_chars: int = 8000,
         query_prefix: str = "",
         passage_prefix: str = "",
+        concurrency: int = REMOTE_CONCURRENCY,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.batch_size = batch_size
+        self.concurrency = max(1, int(concurrency))
+        self._requests = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="embedding")
         # Servers reject or truncate over-long input differently; capping keeps every request valid.
         self.max_input_chars = max_input_chars
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
@@ -201,6 +214,15 @@ class _RemoteBackend(_Backend):
             timeout=httpx.Timeout(timeout, connect=10.0),
             transport=httpx.HTTPTransport(retries=2),
         )
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """As every backend, with the batches sent ``concurrency`` at a time (httpx's client is
+        thread-safe): the vectors in the texts' order; on an error, the first failed batch's error,
+        as a sequential call would raise it, and the batches not yet sent are not sent."""
+        if len(texts) <= self.batch_size or self.concurrency == 1:
+            return super().embed_passages(texts)
+        batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return _normalized(np.vstack(list(self._requests.map(lambda batch: self._embed(batch, query=False), batches))))
 
     def _inputs(self, texts: list[str], query: bool) -> list[str]:
         prefix = self.query_prefix if query else self.passage_prefix

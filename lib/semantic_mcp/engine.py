@@ -108,7 +108,8 @@ class Engine:
 
     def _current_embedder(self) -> Embedder:
         settings = self.settings()
-        config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model)
+        config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model,
+                  settings.embedding_concurrency)
         if self._embedder is None or config != self._embedder_config:
             embedder = CachedEmbedder(make_embedder(settings.embedding_backend, **settings.remote_embedder_options()),
                                       self._embedding_cache)

@@ -30,13 +30,10 @@ from ..sources.extract import NeedsOcr
 from ..sources.parser_process import ParserFailed
 from ..store import ChunkRecord, VectorStore
 from .chunking import Chunk, chunk_document
+from .stages import Stages
 from .state import OCR_PAYLOAD, IndexState, Task
 
 log = logging.getLogger(__name__)
-
-
-def doc_key(ref: DocRef) -> str:
-    return ref.key
 
 
 def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
@@ -105,6 +102,16 @@ class Written:
 
 
 @dataclass
+class Batch:
+    """Claimed tasks on their way through the stages, with the documents fetched for them."""
+
+    lane: str
+    tasks: list[Task]
+    docs: list[tuple[Task, SourceDocument]]
+    started: float  # time.monotonic() at the claim
+
+
+@dataclass
 class PipelineStats:
     processed: int = 0
     indexed: int = 0
@@ -153,7 +160,7 @@ class Pipeline:
         recovered = self.state.recover(self.max_attempts)
         if recovered:
             log.info("Resuming %d indexing task(s) interrupted by the last shutdown", recovered)
-        await asyncio.gather(self._run_lane("main"), self._run_lane("ocr"))
+        await asyncio.gather(self._run_stages(), self._run_lane("ocr"))
 
     async def _run_lane(self, lane: str) -> None:
         while True:
@@ -161,36 +168,25 @@ class Pipeline:
             # tried, so none spends an attempt or dead-letters for what is not its fault.
             await self.nc.health.wait_usable()
             processed = await self.run_once(lane)
-            if processed:
-                continue
-            wait = self.state.next_ready_in(lane)
-            self._wake[lane].clear()
-            try:
-                await asyncio.wait_for(self._wake[lane].wait(), timeout=min(wait if wait is not None else 30.0, 30.0))
-            except TimeoutError:
-                pass
+            if not processed:
+                await self._idle(lane)
+
+    async def _idle(self, lane: str) -> None:
+        """Wait for work: a wake-up, or the lane's next task becoming ready (a retry's back-off)."""
+        wait = self.state.next_ready_in(lane)
+        self._wake[lane].clear()
+        try:
+            await asyncio.wait_for(self._wake[lane].wait(), timeout=min(wait if wait is not None else 30.0, 30.0))
+        except TimeoutError:
+            pass
 
     async def run_once(self, lane: str = "main") -> int:
-        """Process one batch of the lane; returns how many tasks it took."""
-        tasks = self.state.claim(self.batch_size if lane == "main" else 1, lane)
-        if not tasks:
+        """Process one batch of the lane, one stage after the other; returns how many tasks it took."""
+        batch = await self._fetch_batch(lane)
+        if batch is None:
             return 0
-        started = time.monotonic()
-        slots = asyncio.Semaphore(FETCH_SLOTS)
-
-        async def fetch(task: Task) -> SourceDocument | None:
-            async with slots:
-                return await self._fetch(task)
-
-        fetched = await asyncio.gather(*(fetch(task) for task in tasks))
-        to_embed = [(task, doc) for task, doc in zip(tasks, fetched, strict=True) if isinstance(doc, SourceDocument)]
-        if to_embed:
-            await self._index(to_embed)
-        self.stats.processed += len(tasks)
-        if lane == "main":  # an OCR file's minutes say nothing about the main lane's batches
-            self.stats.last_batch_seconds = time.monotonic() - started
-            self.batch_size = next_batch_size(self.batch_size, len(tasks), self.stats.last_batch_seconds)
-        return len(tasks)
+        await self._write_batch(batch, await self._embed(batch.docs))
+        return len(batch.tasks)
 
     async def _fetch(self, task: Task) -> SourceDocument | None:
         """Resolve one task to a document to index, or finish it here (delete, skip, failure)."""
@@ -282,44 +278,53 @@ class Pipeline:
         # What the listing already read, carried from reconciliation (ADR 0530)
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))
 
-    async def _index(self, items: list[tuple[Task, SourceDocument]]) -> None:
+    async def _embed(self, items: list[tuple[Task, SourceDocument]]) -> list[Written]:
+        """The documents' chunks with their vectors; on failure every task fails and nothing is left."""
         records = [(task, doc, chunk_records(doc, task.ref)) for task, doc in items]
         texts = [record.text for _, _, recs in records for record in recs]
+        if not texts:
+            return [Written(task, doc, recs, np.zeros((0, 0))) for task, doc, recs in records]
         embedder = self._embedder()
         computed_before = getattr(embedder, "computed", 0)
         try:
-            embeddings = await asyncio.to_thread(embedder.embed_passages, texts) if texts else np.zeros((0, 0))
+            embeddings = await asyncio.to_thread(embedder.embed_passages, texts)
         except Exception as exc:
             log.exception("Embedding a batch of %d chunks failed", len(texts))
             for task, _ in items:
                 self._fail(task, f"embedding failed: {exc}")
-            return
+            return []
         # Logged as soon as the vectors are cached, so the count survives a crash during the writes.
         newly = getattr(embedder, "computed", 0) - computed_before
         log.info("Indexing %d document(s): %d chunk(s), %d newly embedded", len(items), len(texts), newly)
         self.stats.chunks_embedded += newly
-        by_user: dict[str, list[Written]] = {}
-        offset = 0
+        written, offset = [], 0
         for task, doc, recs in records:
-            by_user.setdefault(task.ref.user, []).append(Written(task, doc, recs, embeddings[offset : offset + len(recs)]))
+            written.append(Written(task, doc, recs, embeddings[offset : offset + len(recs)]))
             offset += len(recs)
+        return written
+
+    async def _store(self, written: list[Written]) -> None:
+        """Write the documents to the index, each user's at once, and complete their tasks."""
+        by_user: dict[str, list[Written]] = {}
+        for each in written:
+            by_user.setdefault(each.task.ref.user, []).append(each)
         for user, group in by_user.items():
             try:  # one Chroma and one FTS5 write for the user's whole batch: ~8x fewer commits than one each
                 await asyncio.to_thread(self._write, user, group)
             except Exception:  # then one by one, so only a document that cannot be written fails
                 log.warning("Writing %d document(s) of %s at once failed; writing them one by one", len(group), user,
                             exc_info=True)
-                for written in group:
+                for each in group:
                     try:
-                        await asyncio.to_thread(self._write, user, [written])
+                        await asyncio.to_thread(self._write, user, [each])
                     except Exception as exc:
-                        log.exception("Writing %s for %s to the index failed", written.task.ref.key, user)
-                        self._fail(written.task, f"index write failed: {exc}")
+                        log.exception("Writing %s for %s to the index failed", each.task.ref.key, user)
+                        self._fail(each.task, f"index write failed: {exc}")
                         continue
-                    self._completed(written.task)
+                    self._completed(each.task)
                 continue
-            for written in group:
-                self._completed(written.task)
+            for each in group:
+                self._completed(each.task)
 
     def _completed(self, task: Task) -> None:
         self.state.complete(task)
@@ -359,3 +364,38 @@ class Pipeline:
                                       refused=refused)
         if dead:
             log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, self.max_attempts, reason)
+
+    # --- the main lane's stages: fetch, embed, write, overlapping -----------------------------------
+
+    async def _run_stages(self) -> None:
+        """The main lane: fetch, embed and write overlapping, a batch in each (stages.py)."""
+        await Stages(lambda: self._fetch_batch("main"), lambda batch: self._embed(batch.docs), self._write_batch,
+                     may_fetch=lambda: self.nc.health.usable, ready=self.nc.health.wait_usable,
+                     idle=lambda: self._idle("main")).run()
+
+    async def _fetch_batch(self, lane: str) -> Batch | None:
+        """Claim a batch of the lane and fetch its documents, ``FETCH_SLOTS`` at a time; None when
+        nothing is ready. Tasks finished while fetching (deletes, skips, failures) are done here."""
+        tasks = self.state.claim(self.batch_size if lane == "main" else 1, lane)
+        if not tasks:
+            return None
+        started = time.monotonic()
+        slots = asyncio.Semaphore(FETCH_SLOTS)
+
+        async def fetch(task: Task) -> SourceDocument | None:
+            async with slots:
+                return await self._fetch(task)
+
+        fetched = await asyncio.gather(*(fetch(task) for task in tasks))
+        docs = [(task, doc) for task, doc in zip(tasks, fetched, strict=True) if isinstance(doc, SourceDocument)]
+        return Batch(lane, tasks, docs, started)
+
+    async def _write_batch(self, batch: Batch, written: list[Written]) -> None:
+        """The last stage: the index writes, then what the batch teaches about the next one's size."""
+        if written:
+            await self._store(written)
+        self.stats.processed += len(batch.tasks)
+        if batch.lane == "main":  # an OCR file's minutes say nothing about the main lane's batches
+            # From claim to written, waiting behind the batch before included: what a new event waits for
+            self.stats.last_batch_seconds = time.monotonic() - batch.started
+            self.batch_size = next_batch_size(self.batch_size, len(batch.tasks), self.stats.last_batch_seconds)
