@@ -275,8 +275,7 @@ class Pipeline:
                 return doc
         if payload == OCR_PAYLOAD:
             return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")  # type: ignore[call-arg]
-        # What the listing already read, carried from reconciliation (ADR 0530)
-        return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))
+        return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))  # ADR 0530
 
     async def _embed(self, items: list[tuple[Task, SourceDocument]]) -> list[Written]:
         """The documents' chunks with their vectors; on failure every task fails and nothing is left."""
