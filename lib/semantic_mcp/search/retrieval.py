@@ -14,8 +14,8 @@ vectors rank it low; one that matches only common words ("how", "do", "make", wh
 chunks contain and which weigh little) scores near 0, and a query's words no chunk has
 (a paraphrase) lower every chunk's coverage. No stop-word list, any language.
 
-Fitted and cross-checked on MS MARCO (English) and ARCD (Arabic) by ``bench/calibration.py``;
-the reasons are in docs/adr/0250-calibrated-scores-abstention-and-fusion.md.
+Scores fitted on MS MARCO (English) and ARCD (Arabic) by ``bench/calibration.py``, the keyword weight
+chosen over seven sets by ``bench/retrieval_quality.py``: docs/adr/0250 and 0270.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -33,6 +33,7 @@ from ..keyword import KeywordIndex
 from ..store import ChunkRecord, VectorStore
 from ..filters import SearchFilters
 from .noise import NoiseFloor
+from .tokens import shows_token
 
 Mode = Literal["hybrid", "dense", "keyword"]
 Leg = Literal["dense", "keyword"]
@@ -99,10 +100,8 @@ class Calibration:
     match is: a partial overlap of words moves a passage little, a code, number or name matched
     exactly moves it past look-alikes. Raw, not scaled over the candidates, so a match is worth the
     same whatever the other candidates are; in the model's own cosine units (e5's cosines span
-    little, MiniLM's much more). ``keyword_weight`` is chosen by cross-validation across MS MARCO
-    and ARCD (``bench/calibration.py``): the weight picked on either set keeps the hybrid at or
-    above the dense leg on the other; ``exact_bonus`` on exact-token probes, as long as both sets
-    stay at or above the dense leg.
+    little, MiniLM's much more). With ``token_weight``, the weights depend on the query
+    (:meth:`for_query`), as chosen by leave-one-set-out over seven sets (``bench/retrieval_quality.py``).
 
     Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
     candidates (each query weighing alike, half its answers and half the rest, so no
@@ -115,6 +114,16 @@ class Calibration:
     slope: float
     cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
     noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
+    token_weight: float | None = None  # the keyword weight, with ``exact_bonus``, for a query that shows a code,
+    # number or name (search/tokens.py); the others get ``keyword_weight`` and no bonus. None: one for all.
+
+    def for_query(self, query: str) -> Calibration:
+        """The fusion that ranks and scores ``query``'s candidates (this one without a ``token_weight``)."""
+        if self.token_weight is None:
+            return self
+        if shows_token(query):
+            return replace(self, keyword_weight=self.token_weight, token_weight=None)
+        return replace(self, exact_bonus=0.0, token_weight=None)
 
     def fused(self, cosine: float, coverage: float) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
@@ -237,7 +246,7 @@ class HybridRetriever:
 
     def _mix(
         self, user: str, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
-        keyword_query: str, mode: Mode,
+        keyword_query: str, mode: Mode, calibration: Calibration,
     ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Each candidate chunk's (ranking key, score, keyword coverage).
 
@@ -245,7 +254,8 @@ class HybridRetriever:
         its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
-        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine, scored as hybrid;
+        ``Fusion.rrf()``, by reciprocal rank fusion), ``calibration`` being the query's own
+        (:meth:`Calibration.for_query`). Dense mode ranks by cosine, scored as hybrid;
         keyword mode ranks by BM25 and, having no vector, scores BM25 over the best BM25.
         """
         if mode == "keyword" or vector is None:
@@ -260,7 +270,6 @@ class HybridRetriever:
                 dense_cos[chunk_id] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
         # Keyword hits whose vector is gone (not or no longer in the store) are left out.
         coverage = self.keyword.coverage(user, keyword_query, list(dense_cos))
-        calibration = self.calibration()
         if calibration is UNCALIBRATED:
             fused = scores = self._relative_mix(dense_cos, coverage)
         else:
@@ -357,8 +366,10 @@ class HybridRetriever:
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
+        # The keyword weight depends on whether the text the keyword leg matches shows a code, number or name.
+        calibration = self.calibration().for_query(keyword_query or query)
         rank_key, chunk_scores, coverage = self._mix(
-            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode
+            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration
         )
         doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
         best_chunk: dict[str, str] = {}
@@ -368,7 +379,6 @@ class HybridRetriever:
                 best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
         top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
-        calibration = self.calibration()
         floor = self.noise.of(vector) if vector is not None and calibration.noise_margin is not None else None
         missing = [best_chunk[d] for d in top if best_chunk[d] not in records]
         records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
