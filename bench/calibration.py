@@ -44,8 +44,10 @@ from retrieval_quality import CACHE, USER, QueryMemo, build, load, ndcg, probes,
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.search.retrieval import CALIBRATIONS, EXACT_MATCH_COVERAGE, Calibration, HybridRetriever  # noqa: E402
 
-SETS = ("msmarco", "arcd")
-ANSWER_GRADE = {"msmarco": 2, "arcd": 1}
+# MS MARCO: its 43 queries and the 4,102 passages they judge (retrieval_quality.load; the 898 others are
+# left out for embedding time, as in retrieval_quality.ALL_SETS).
+SETS = ("msmarco@43", "arcd")
+ANSWER_GRADE = {"msmarco@43": 2, "arcd": 1}
 POOL = 100  # chunks per leg
 K = 10
 
@@ -351,7 +353,7 @@ def main() -> None:
     path = CACHE.parent / f"features-{args.embedder}.json"
     if args.refresh or not path.exists():
         path.write_text(json.dumps(collect(args.embedder)))
-    report(json.loads(path.read_text()), args.cut_offs, args.fit_sets or (["msmarco"] if args.embedder == "minilm" else SETS))
+    report(json.loads(path.read_text()), args.cut_offs, args.fit_sets or ([SETS[0]] if args.embedder == "minilm" else SETS))
 
 
 if __name__ == "__main__":
