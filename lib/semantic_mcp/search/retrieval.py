@@ -92,15 +92,13 @@ NOISE_FLOOR_WAIVED_COVERAGE = 0.25
 class Calibration:
     """How one embedding model's evidence becomes a score that means the same across queries.
 
-    Fusion: ``cosine + keyword_weight x coverage (+ exact_bonus for an exact match)``: the raw
-    cosine similarity of a chunk, plus its keyword coverage (:meth:`KeywordIndex.coverage`) worth
-    ``keyword_weight`` of cosine, plus ``exact_bonus`` when it holds every distinctive word of the
-    query (coverage >= ``EXACT_MATCH_COVERAGE``). So the keyword leg weighs by how decisive its
-    match is: a partial overlap of words moves a passage little, a code, number or name matched
-    exactly moves it past look-alikes. Raw, not scaled over the candidates, so a match is worth the
-    same whatever the other candidates are; in the model's own cosine units (e5's cosines span
-    little, MiniLM's much more). With ``token_weight``, the weights depend on the query
-    (:meth:`for_query`), as chosen by leave-one-set-out over seven sets (``bench/retrieval_quality.py``).
+    Fusion: ``cosine + keyword_weight x coverage (+ exact_bonus when coverage >= EXACT_MATCH_COVERAGE)``,
+    raw cosine plus the chunk's keyword coverage (:meth:`KeywordIndex.coverage`) worth ``keyword_weight``
+    of cosine, plus a bonus when it holds every distinctive word of the query: a partial overlap of words
+    moves a passage little, a code, number or name matched exactly moves it past look-alikes. Raw, not
+    scaled over the candidates, so a match is worth the same whatever the others are; in the model's own
+    cosine units (e5's span little, MiniLM's much more). With ``token_weight`` the weights depend on the
+    query (:meth:`for_query`), chosen by leave-one-set-out over seven sets (``bench/retrieval_quality.py``).
 
     Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
     candidates (each query weighing alike, half its answers and half the rest, so no
@@ -113,16 +111,15 @@ class Calibration:
     slope: float
     cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
     noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
-    token_weight: float | None = None  # the keyword weight, with ``exact_bonus``, for a query that shows a code,
-    # number or name (search/tokens.py); the others get ``keyword_weight`` and no bonus. None: one for all.
+    token_weight: float | None = None  # keyword weight (with ``exact_bonus``) for a query showing a code, number or
+    # name (search/tokens.py); the others get ``keyword_weight`` and no bonus. None: one fusion for all queries.
 
     def for_query(self, query: str) -> Calibration:
-        """The fusion that ranks and scores ``query``'s candidates (this one without a ``token_weight``)."""
+        """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``."""
         if self.token_weight is None:
             return self
-        if shows_token(query):
-            return replace(self, keyword_weight=self.token_weight, token_weight=None)
-        return replace(self, exact_bonus=0.0, token_weight=None)
+        weights = {"keyword_weight": self.token_weight} if shows_token(query) else {"exact_bonus": 0.0}
+        return replace(self, token_weight=None, **weights)
 
     def fused(self, cosine: float, coverage: float) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
@@ -145,9 +142,9 @@ class Calibration:
         return score >= cut_off and not noisy
 
 
-# Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md has the
-# checks): e5 fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO (its Arabic cosines are
-# noise). MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
+# Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md): e5's weights
+# chosen over seven sets (ADR 0271), its scores fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO
+# alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39,
                                           noise_margin=0.04, token_weight=0.1),
@@ -253,9 +250,9 @@ class HybridRetriever:
         its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
-        ``Fusion.rrf()``, by reciprocal rank fusion), ``calibration`` being the query's own
-        (:meth:`Calibration.for_query`). Dense mode ranks by cosine, scored as hybrid;
-        keyword mode ranks by BM25 and, having no vector, scores BM25 over the best BM25.
+        ``Fusion.rrf()``, by reciprocal rank fusion), under the query's own ``calibration``. Dense mode
+        ranks by cosine, scored as hybrid; keyword mode ranks by BM25 and, having no vector, scores
+        BM25 over the best BM25.
         """
         if mode == "keyword" or vector is None:
             scaled = _scaled(bm25, top_only=True)
@@ -365,8 +362,7 @@ class HybridRetriever:
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
-        # The keyword weight depends on whether the text the keyword leg matches shows a code, number or name.
-        calibration = self.calibration().for_query(keyword_query or query)
+        calibration = self.calibration().for_query(keyword_query or query)  # what the keyword leg matches
         rank_key, chunk_scores, coverage = self._mix(
             user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration
         )
