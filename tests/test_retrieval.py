@@ -305,3 +305,38 @@ def test_scores_are_calibrated_so_noise_falls_below_the_cut_off(retriever: Hybri
     exact = retriever.search_sync("alice", "K7R-99Q2", 3)[0]
     assert exact.doc_key == "note:1" and exact.coverage == 1.0 and calibration.keeps(exact.score, exact.coverage)
     assert calibration_for("openai-text-embedding-3-small") is UNCALIBRATED and UNCALIBRATED.cut_off == 0
+
+
+def test_a_query_shows_a_token_by_a_digit_or_a_capital_after_its_first_word() -> None:
+    from semantic_mcp.search.tokens import shows_token
+
+    shown = ["invoice K7R-99Q2", "+15555550101", "who is Carol Jones?", "why did the us enter ww1",
+             "Wann war mein letzter Zahnarzttermin?"]  # German nouns are capitalised: read as names, measured so
+    plain = ["How do I make breakfast crepes?", "células T", "budget electricity bill", "من هو ملك المملكة العربية السعودية",
+             "¿Cuándo fue mi última cita con el dentista?"]
+    assert [shows_token(q) for q in shown] == [True] * len(shown)
+    assert [shows_token(q) for q in plain] == [False] * len(plain)
+
+
+def test_the_default_keyword_weight_depends_on_what_the_query_shows() -> None:
+    """Chosen by leave-one-set-out over seven sets (bench/retrieval_quality.py, ADR 0270): codes, numbers and
+    names weigh the keyword leg and the exact bonus; plain questions rank (almost) by meaning alone."""
+    from semantic_mcp.search.retrieval import UNCALIBRATED, calibration_for
+
+    e5 = calibration_for("multilingual-e5-small-q4")
+    plain, token = e5.for_query("how do I make breakfast crepes"), e5.for_query("invoice K7R-99Q2")
+    assert token.keyword_weight > plain.keyword_weight and token.exact_bonus > 0 == plain.exact_bonus
+    assert token.token_weight is None is plain.token_weight and token.fused(0.8, 1.0) > plain.fused(0.8, 1.0)
+    minilm = calibration_for("all-MiniLM-L6-v2-onnx-int8")  # not measured on the seven sets: one fusion for all
+    assert minilm.for_query("K7R-99Q2") is minilm is minilm.for_query("crepes") and UNCALIBRATED.for_query("x") is UNCALIBRATED
+
+
+def test_the_retriever_ranks_and_scores_each_query_with_its_own_weights(retriever: HybridRetriever) -> None:
+    """A plain question holding every word of a card gets no exact bonus; a code gets the token weight and it."""
+    calibration = retriever.calibration()
+    for query in ("budget electricity bill", "K7R-99Q2"):
+        top = retriever.search_sync("alice", query, 1)[0]
+        assert top.coverage == 1.0 and top.dense_score is not None  # one chunk per document: its own cosine
+        own = calibration.for_query(query)
+        assert top.score == pytest.approx(own.probability(top.dense_score, top.coverage))
+        assert (top.score < calibration.probability(top.dense_score, top.coverage)) == (query == "budget electricity bill")

@@ -14,8 +14,8 @@ vectors rank it low; one that matches only common words ("how", "do", "make", wh
 chunks contain and which weigh little) scores near 0, and a query's words no chunk has
 (a paraphrase) lower every chunk's coverage. No stop-word list, any language.
 
-Fitted and cross-checked on MS MARCO (English) and ARCD (Arabic) by ``bench/calibration.py``;
-the reasons are in docs/adr/0250-calibrated-scores-abstention-and-fusion.md.
+Scores fitted on MS MARCO (English) and ARCD (Arabic) by ``bench/calibration.py``, the keyword weight
+chosen over seven sets by ``bench/retrieval_quality.py``: docs/adr/0250 and 0270.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -33,6 +33,7 @@ from ..keyword import KeywordIndex
 from ..store import ChunkRecord, VectorStore
 from ..filters import SearchFilters
 from .noise import NoiseFloor
+from .tokens import shows_token
 
 Mode = Literal["hybrid", "dense", "keyword"]
 Leg = Literal["dense", "keyword"]
@@ -42,9 +43,8 @@ Leg = Literal["dense", "keyword"]
 class Fusion:
     """How the legs are fused (``bench/calibration.py`` and ``bench/retrieval_quality.py``, bench/RESULTS.md).
 
-    ``method`` "calibrated" (the default): candidates rank by their calibrated score
-    (:class:`Calibration`), a fixed linear mix of raw cosine and keyword coverage fitted per
-    embedding model. Chosen by cross-validation across the two sets.
+    ``method`` "calibrated" (the default): candidates rank by the evidence their calibrated score grows
+    with (:class:`Calibration`), a linear mix of raw cosine and keyword coverage fitted per model.
 
     ``method`` "rrf": reciprocal rank fusion, ``dense_weight / (rrf_k + dense rank) +
     keyword_weight / (rrf_k + BM25 rank)`` per chunk. Kept as the measured alternative: it falls
@@ -92,17 +92,13 @@ NOISE_FLOOR_WAIVED_COVERAGE = 0.25
 class Calibration:
     """How one embedding model's evidence becomes a score that means the same across queries.
 
-    Fusion: ``cosine + keyword_weight x coverage (+ exact_bonus for an exact match)``: the raw
-    cosine similarity of a chunk, plus its keyword coverage (:meth:`KeywordIndex.coverage`) worth
-    ``keyword_weight`` of cosine, plus ``exact_bonus`` when it holds every distinctive word of the
-    query (coverage >= ``EXACT_MATCH_COVERAGE``). So the keyword leg weighs by how decisive its
-    match is: a partial overlap of words moves a passage little, a code, number or name matched
-    exactly moves it past look-alikes. Raw, not scaled over the candidates, so a match is worth the
-    same whatever the other candidates are; in the model's own cosine units (e5's cosines span
-    little, MiniLM's much more). ``keyword_weight`` is chosen by cross-validation across MS MARCO
-    and ARCD (``bench/calibration.py``): the weight picked on either set keeps the hybrid at or
-    above the dense leg on the other; ``exact_bonus`` on exact-token probes, as long as both sets
-    stay at or above the dense leg.
+    Fusion: ``cosine + keyword_weight x coverage (+ exact_bonus when coverage >= EXACT_MATCH_COVERAGE)``,
+    raw cosine plus the chunk's keyword coverage (:meth:`KeywordIndex.coverage`) worth ``keyword_weight``
+    of cosine, plus a bonus when it holds every distinctive word of the query: a partial overlap of words
+    moves a passage little, a code, number or name matched exactly moves it past look-alikes. Raw, not
+    scaled over the candidates, so a match is worth the same whatever the others are; in the model's own
+    cosine units (e5's span little, MiniLM's much more). With ``token_weight`` the weights depend on the
+    query (:meth:`for_query`), chosen by leave-one-set-out over seven sets (``bench/retrieval_quality.py``).
 
     Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
     candidates (each query weighing alike, half its answers and half the rest, so no
@@ -115,6 +111,15 @@ class Calibration:
     slope: float
     cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
     noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
+    token_weight: float | None = None  # keyword weight (with ``exact_bonus``) for a query showing a code, number or
+    # name (search/tokens.py); the others get ``keyword_weight`` and no bonus. None: one fusion for all queries.
+
+    def for_query(self, query: str) -> Calibration:
+        """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``."""
+        if self.token_weight is None:
+            return self
+        weights = {"keyword_weight": self.token_weight} if shows_token(query) else {"exact_bonus": 0.0}
+        return replace(self, token_weight=None, **weights)
 
     def fused(self, cosine: float, coverage: float) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
@@ -137,12 +142,12 @@ class Calibration:
         return score >= cut_off and not noisy
 
 
-# Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md has the
-# checks): e5 fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO (its Arabic cosines are
-# noise). MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
+# Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md): e5's weights
+# chosen over seven sets (ADR 0271), its scores fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO
+# alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-25.71, slope=29.94,
-                                          noise_margin=0.04),
+    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39,
+                                          noise_margin=0.04, token_weight=0.1),
     "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),
 }
 # Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
@@ -237,7 +242,7 @@ class HybridRetriever:
 
     def _mix(
         self, user: str, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
-        keyword_query: str, mode: Mode,
+        keyword_query: str, mode: Mode, calibration: Calibration,
     ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Each candidate chunk's (ranking key, score, keyword coverage).
 
@@ -245,8 +250,9 @@ class HybridRetriever:
         its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
-        ``Fusion.rrf()``, by reciprocal rank fusion). Dense mode ranks by cosine, scored as hybrid;
-        keyword mode ranks by BM25 and, having no vector, scores BM25 over the best BM25.
+        ``Fusion.rrf()``, by reciprocal rank fusion), under the query's own ``calibration``. Dense mode
+        ranks by cosine, scored as hybrid; keyword mode ranks by BM25 and, having no vector, scores
+        BM25 over the best BM25.
         """
         if mode == "keyword" or vector is None:
             scaled = _scaled(bm25, top_only=True)
@@ -260,7 +266,6 @@ class HybridRetriever:
                 dense_cos[chunk_id] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
         # Keyword hits whose vector is gone (not or no longer in the store) are left out.
         coverage = self.keyword.coverage(user, keyword_query, list(dense_cos))
-        calibration = self.calibration()
         if calibration is UNCALIBRATED:
             fused = scores = self._relative_mix(dense_cos, coverage)
         else:
@@ -357,8 +362,9 @@ class HybridRetriever:
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
+        calibration = self.calibration().for_query(keyword_query or query)  # what the keyword leg matches
         rank_key, chunk_scores, coverage = self._mix(
-            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode
+            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration
         )
         doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
         best_chunk: dict[str, str] = {}
@@ -368,7 +374,6 @@ class HybridRetriever:
                 best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
         top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
-        calibration = self.calibration()
         floor = self.noise.of(vector) if vector is not None and calibration.noise_margin is not None else None
         missing = [best_chunk[d] for d in top if best_chunk[d] not in records]
         records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
