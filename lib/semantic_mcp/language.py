@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import threading
 
-MEASURED = ("en", "de", "fr", "es")
 # Enough of a document to tell its language; classifying costs about 3 ms per 1000 characters.
 SAMPLE_CHARS = 1500
 # Distinct words from which a document without grammatical words is still taken to be in py3langid's language.
