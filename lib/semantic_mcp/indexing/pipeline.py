@@ -24,6 +24,7 @@ import numpy as np
 from ..documents import DocRef, Skipped, SourceDocument
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
+from ..language import document_language
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
@@ -53,6 +54,8 @@ def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
         base["event_end"] = int(doc.event_end)
     if owner := doc.extra.get("owner"):  # decides what an unverifiable hit becomes (search/verify.py)
         base["owner"] = owner
+    if language := document_language(f"{doc.title}\n{doc.text}"):  # the cross-language offset (ADR 0280)
+        base["lang"] = language
     return base
 
 

