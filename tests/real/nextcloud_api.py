@@ -130,6 +130,11 @@ class NextcloudUser:
 
     # --- Deck -------------------------------------------------------------------------------------
 
+    def open_deck(self) -> list[str]:
+        """The titles of the user's boards, as opening Deck lists them. A first request to Deck makes its
+        welcome board (its DefaultBoardMiddleware, after marking the first run done)."""
+        return [board["title"] for board in self._ok(self.http.get(f"{DECK}/boards", headers=OCS)).json()]
+
     def create_card(self, board_title: str, title: str, description: str = "") -> str:
         """A new board with one stack holding one card; returns the card's path under the Deck API."""
         board = self._ok(self.http.post(f"{DECK}/boards", json={"title": board_title, "color": "0087c5"},

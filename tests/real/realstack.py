@@ -20,6 +20,7 @@ from kit import RealNextcloud
 from nextcloud_api import NextcloudUser
 
 SECRET = "real-tier-secret-0123456789abcdef0123456789"
+WELCOME_BOARD = "Welcome to Nextcloud Deck!"
 
 
 class RealStack(McpHarness):
@@ -84,7 +85,13 @@ class RealStack(McpHarness):
             self.exapp.stop()
 
     def start(self) -> RealStack:
-        """Register on the pristine instance, wait for the first indexing pass, save both sides."""
+        """Register on the pristine instance, wait for the first indexing pass, save both sides.
+
+        The users open Deck first, as people do: Deck makes its welcome board on a user's first request
+        and marks the first run done before it writes the board, so on nc-kit's SQLite a "database is
+        locked" during the app's busy first pass would leave the board half made, never retried."""
+        for user in ("alice", "bob", "admin"):
+            assert WELCOME_BOARD in self.user(user).open_deck(), f"Deck made no welcome board for {user}"
         self.start_exapp()
         self.register()
         try:  # within pytest-timeout's 300 s, so that the reason is printed

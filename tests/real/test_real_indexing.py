@@ -144,9 +144,9 @@ async def test_a_contact_in_an_unshared_address_book_disappears_and_contacts_are
     assert "Priya Raman" in await real.titles("alice", "harbour master in Lisbon")
 
 
-async def test_decks_welcome_board_made_by_the_first_listing_stays_out_of_search(real: RealStack) -> None:
-    """Deck creates its welcome board on a user's first request to Deck, and the app's first listing
-    is that request for alice: four cards explaining Deck and a sample image in her files. They are
+async def test_decks_welcome_board_stays_out_of_search(real: RealStack) -> None:
+    """Deck creates its welcome board on a user's first request to Deck (alice's own, before the app is
+    registered: RealStack.start): four cards explaining Deck and a sample image in her files. They are
     Deck's examples, not her content: recognised by their untranslated descriptions and the image's
     name and size, and left out like Nextcloud's example files (ADR 0201)."""
     skipped = real.db_rows("SELECT source_id FROM skipped WHERE user = 'alice' AND doc_type = 'deck_card' "
