@@ -17,8 +17,10 @@ a. **ceiling**: the stub answers at once, so what is measured is the app's own w
 b. **remote endpoint**: the stub takes ``--latency`` ms per request (default 50), one request at a
    time, as a small embedding service would: the pipeline's chunks/s against the stub's capacity
    (its chunks per request / latency; goal >= 0.9);
-c. **fairness**: while the biggest user backfills, a new user's first 200 items are searchable
-   within 2 minutes (instant stub) and an edited note within 5 s;
+c. **fairness**: while the biggest user backfills (everyone else indexed: the issue's case), a new
+   user's first 200 items are searchable within 2 minutes (instant stub); then the harder case, the
+   whole organisation backfilling at once, where the newcomer takes turns with everyone waiting; and
+   an edited note within 5 s;
 d. **reconciliation cost**: the requests one pass over every idle user sends Nextcloud (the fake's
    access log), per user.
 
@@ -135,6 +137,42 @@ async def backfill(org: Organisation, stub: EmbeddingStub, label: str) -> dict[s
             "most_waiting": after["most_waiting"]}
 
 
+async def newcomer_arrives(org: Organisation, engine, accounts: list[str], newcomer: str) -> tuple[float, float]:  # noqa: ANN001
+    """A new account with 200 files appears while ``engine`` backfills: seconds until all 200 are
+    indexed, and the documents a second everyone got meanwhile."""
+    org.fake.call("add_user", newcomer)
+    accounts.append(newcomer)
+    for i in range(200):
+        org.fake.call("put_file", newcomer, f"/First days/item-{i:03d}.txt", f"Welcome item {i} of the newcomer's first days.")
+    arrived, processed = time.perf_counter(), engine.pipeline.stats.processed
+    await engine.reconcile_user(newcomer)  # what the next pass finds; no event covers a new account's files
+    while len(engine.state.indexed_versions(newcomer, "file")) < 200:
+        await asyncio.sleep(0.05)
+    seconds = time.perf_counter() - arrived
+    return seconds, (engine.pipeline.stats.processed - processed) / seconds
+
+
+async def fairness_beside_one_backfill(org: Organisation) -> str:
+    """c as the issue words it: one big account backfills (everyone else is indexed) when a new
+    account with 200 items arrives; they take turns, so the newcomer gets half the pipeline."""
+    stub = EmbeddingStub(0.0)
+    storage = org.workdir / "storage-c1"
+    biggest = org.users[org.counts.index(max(org.counts))]
+    accounts = [biggest]
+    engine = org.engine(stub, storage, users=accounts)
+    engine.start()
+    engine.start_backfill()
+    await asyncio.sleep(5.0)
+    seconds, rate = await newcomer_arrives(org, engine, accounts, "newcomer1")
+    left = engine.state.pending_count()
+    await engine.stop()
+    stub.stop()
+    shutil.rmtree(storage, ignore_errors=True)
+    return (f"c. fairness, the issue's case: while {biggest} backfills its {max(org.counts)} items, a new user's 200 "
+            f"items indexed **{seconds:.1f} s** after they were listed (goal <= 120 s), {left} of {biggest}'s tasks "
+            f"still queued ({rate:.0f} documents/s for both meanwhile)")
+
+
 async def fairness_and_reconciliation(org: Organisation) -> list[str]:
     """c and d on one engine: the whole organisation backfills; a new user with 200 items arrives
     and an existing user edits a note meanwhile; then one reconciliation pass over idle users."""
@@ -149,16 +187,7 @@ async def fairness_and_reconciliation(org: Organisation) -> list[str]:
     engine.start_backfill()
     await asyncio.sleep(5.0)  # well into the backfill
     biggest = org.users[org.counts.index(max(org.counts))]
-    org.fake.call("add_user", newcomer)
-    accounts.append(newcomer)
-    for i in range(200):
-        org.fake.call("put_file", newcomer, f"/First days/item-{i:03d}.txt", f"Welcome item {i} of the newcomer's first days.")
-    arrived, processed = time.perf_counter(), engine.pipeline.stats.processed
-    await engine.reconcile_user(newcomer)  # what the next pass finds; no event covers a new account's files
-    while len(engine.state.indexed_versions(newcomer, "file")) < 200:
-        await asyncio.sleep(0.05)
-    new_user = time.perf_counter() - arrived
-    rate = (engine.pipeline.stats.processed - processed) / new_user  # the whole organisation's, meanwhile
+    new_user, rate = await newcomer_arrives(org, engine, accounts, newcomer)
     left_then = engine.state.pending_count()
     note_id = org.fake.call("create_note", biggest, "Ferry", "The ferry to the island leaves at 07:40 from pier three.")
     edited = time.perf_counter()
@@ -180,7 +209,8 @@ async def fairness_and_reconciliation(org: Organisation) -> list[str]:
     stub.stop()
     shutil.rmtree(storage, ignore_errors=True)
     return [
-        f"c. fairness: the newcomer's 200 items indexed **{new_user:.1f} s** after they were listed (goal <= 120 s), "
+        f"c. fairness, the whole organisation backfilling at once: the newcomer's 200 items indexed **{new_user:.1f} s** "
+        f"after they were listed (goal <= 120 s), "
         f"{left_then} of the organisation's tasks still queued (meanwhile {rate:.0f} documents/s for everyone, "
         f"the newcomer taking turns with the users waiting); an edited note of the biggest user "
         f"({biggest}) indexed **{edit:.2f} s** after its event (goal <= 5 s), {left_after_edit} still queued",
@@ -221,6 +251,8 @@ async def run(args: argparse.Namespace) -> None:
                   f"{capacity:.0f} chunks/s: **{b['rate'] / capacity:.2f}** of it (goal >= 0.9)"
                   + (f"; {b['rate'] / a['rate']:.2f} of the instant stub's rate (a)" if "a" in only else "")
                   + f"; at most {b['most_waiting']} requests at the stub at once")
+        if "c" in only:  # before c and d's run adds its own newcomer to the organisation
+            print(await fairness_beside_one_backfill(org))
         if only & {"c", "d"}:
             for line in await fairness_and_reconciliation(org):
                 print(line)
