@@ -22,9 +22,14 @@ c. **fairness**: while the biggest user backfills (everyone else indexed: the is
    whole organisation backfilling at once, where the newcomer takes turns with everyone waiting; and
    an edited note within 5 s;
 d. **reconciliation cost**: the requests one pass over every idle user sends Nextcloud (the fake's
-   access log), per user.
+   access log), per user;
+e. **search at the organisation's size** (``bench/org_search.py``): the index of ``--users`` users and
+   ``--chunks`` chunks written in bulk through the app's own store and keyword index (not the
+   pipeline), then search p50/p95, RSS and start-up to serving in a fresh app process, with
+   embedded Chroma and with a Chroma server (goals: p95 <= 100 ms, RSS <= 1.5 GB, <= 10 s).
 
-    PYTHONPATH=lib:. python bench/org_scale.py [--users 100] [--chunks 30000] [--only a,b,c,d]
+    PYTHONPATH=lib:. python bench/org_scale.py [--users 100] [--chunks 30000] [--only a,b,c,d,e]
+    PYTHONPATH=lib:. python bench/org_scale.py --only e --users 1000 --chunks 1000000 --workdir /big/disk
 
 The figures for 1,000 users and a million chunks need ~1 GB of texts in the fake and hours on two
 cores; the defaults are a slice, and the results say which slice they are.
@@ -224,9 +229,11 @@ async def fairness_and_reconciliation(org: Organisation) -> list[str]:
 
 
 async def run(args: argparse.Namespace) -> None:
-    only = set(args.only.split(",")) if args.only else {"a", "b", "c", "d"}
-    workdir = Path(tempfile.mkdtemp(prefix="bench-org-"))
+    only = set(args.only.split(",")) if args.only else {"a", "b", "c", "d", "e"}
+    workdir = Path(tempfile.mkdtemp(prefix="bench-org-", dir=args.workdir))
     started = time.perf_counter()
+    if only == {"e"}:  # the index alone: no organisation in the fake Nextcloud
+        return _part_e(args, workdir)
     org = Organisation(args.users, args.chunks, workdir)
     print(f"# Organisation scale (issue 16)\n\n{len(org.users)} users, {org.items} items "
           f"(largest {max(org.counts)}, median {sorted(org.counts)[len(org.counts) // 2]}, "
@@ -256,8 +263,23 @@ async def run(args: argparse.Namespace) -> None:
         if only & {"c", "d"}:
             for line in await fairness_and_reconciliation(org):
                 print(line)
+        if "e" in only:
+            _part_e(args, workdir)
     finally:
         org.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _part_e(args: argparse.Namespace, workdir: Path) -> None:
+    from org_search import run_e
+
+    print(f"e. started at load {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)", flush=True)
+    try:
+        for line in run_e(args.users, args.chunks, Path(args.keep_index) if args.keep_index else workdir,
+                          args.queries, keep=bool(args.keep_index)):
+            print(line, flush=True)
+    finally:
+        print(f"e. ended at load {os.getloadavg()[0]:.1f}", flush=True)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -266,7 +288,10 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=100)
     parser.add_argument("--chunks", type=int, default=30000)
     parser.add_argument("--latency", type=float, default=50.0, help="ms per request of the slow stub (b)")
-    parser.add_argument("--only", default="", help="comma-separated parts: a,b,c,d")
+    parser.add_argument("--only", default="", help="comma-separated parts: a,b,c,d,e")
+    parser.add_argument("--workdir", default=None, help="where the data goes (e: several GB at a million chunks)")
+    parser.add_argument("--queries", type=int, default=300, help="searches timed in e")
+    parser.add_argument("--keep-index", default="", help="e: build the index here once and keep it (re-runs search)")
     asyncio.run(run(parser.parse_args()))
 
 

@@ -145,3 +145,19 @@ def test_user_isolation_through_server(chroma_server: tuple[str, int]) -> None:
     assert_isolated(store)
     store.delete_doc("alice", "note:1")
     assert store.count("alice") == 2
+
+
+def test_embedded_chromas_write_log_is_indexed_by_collection(store: VectorStore, tmp_path: Path) -> None:
+    """A user's first search reads that collection's tail of Chroma's write log (docs/adr/0560): by
+    the index, not a scan of every collection's tail; the store works as before on reopening."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "chroma" / "chroma.sqlite3")
+    plan = " ".join(row[-1] for row in db.execute(
+        "EXPLAIN QUERY PLAN SELECT id, vector FROM embeddings_queue WHERE topic = ? AND seq_id > ? ORDER BY seq_id",
+        ("persistent://default/default/x", 0)))
+    assert "semantic_mcp_queue_topic" in plan, plan
+    assert db.execute("SELECT count(*) FROM embeddings_queue").fetchone()[0] > 0  # the tails the index serves
+    db.close()
+    reopened = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM)
+    assert [h.chunk_id for h in reopened.query("alice", vec(3), 1)] == ["calendar_event:cal/3#0"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -73,6 +74,26 @@ def _hash(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
+def index_write_log(sqlite_path: str) -> None:
+    """Index embedded Chroma's write log by collection (docs/adr/0560).
+
+    Chroma keeps each collection's writes since its vector index was last saved (up to
+    ``sync_threshold``, 1,000, per collection) in one ``embeddings_queue`` table, and a collection's
+    first query after start-up reads its share of it with no index on the collection: a scan of every
+    collection's tail. With 1,000 users that was 160k rows and 400-700 ms for each user's first search
+    whatever the user's size; with this index 40-140 ms (bench/RESULTS-scale.md). Chroma's own
+    statements are unchanged; a Chroma that drops or renames the table only loses the index.
+    """
+    if not os.path.exists(sqlite_path):
+        return
+    db = sqlite3.connect(sqlite_path, timeout=30)
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings_queue'").fetchone():
+            db.execute("CREATE INDEX IF NOT EXISTS semantic_mcp_queue_topic ON embeddings_queue(topic, seq_id)")
+    finally:
+        db.close()
+
+
 class VectorStore:
     """Chroma, embedded (:meth:`embedded`) or a server (:meth:`remote`); synchronous, call it from a thread."""
 
@@ -84,7 +105,9 @@ class VectorStore:
 
     @classmethod
     def embedded(cls, path: str | os.PathLike[str], model_id: str, dim: int) -> VectorStore:
-        return cls(chromadb.PersistentClient(path=str(path), settings=_settings()), model_id, dim)
+        client = chromadb.PersistentClient(path=str(path), settings=_settings())
+        index_write_log(os.path.join(path, "chroma.sqlite3"))
+        return cls(client, model_id, dim)
 
     @classmethod
     def remote(cls, host: str, port: int, model_id: str, dim: int, ssl: bool = False) -> VectorStore:
