@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "lib", ROOT, Path(__file__).parent):
+for _path in (ROOT / "lib", ROOT, ROOT / "tests", Path(__file__).parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -259,21 +259,11 @@ class ChromaServer:
     """``chroma run`` on the index's Chroma directory, as an instance that outgrew one box runs it."""
 
     def __init__(self, path: Path, port: int) -> None:
-        import httpx
+        from chroma_server import start_chroma  # tests/chroma_server.py: how the store's tests start one
 
         self.port = port
         started = time.perf_counter()
-        self.proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path),
-                                      "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.perf_counter() - started > 300:
-                raise RuntimeError("chroma run did not start")
-            time.sleep(0.1)
+        self.proc = start_chroma(path, port, timeout=300)  # a big index takes minutes to open
         self.ready = time.perf_counter() - started
 
     def rss_mb(self) -> tuple[float, float]:

