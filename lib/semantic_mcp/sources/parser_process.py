@@ -229,7 +229,10 @@ def _serve(memory_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the app's Ctrl-C is the app's to handle
     stdin, stdout = sys.stdin.buffer.fileno(), os.dup(sys.stdout.buffer.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a parser's print() must not garble the answers
-    for module in ("semantic_mcp.sources.extract", "semantic_mcp.sources.calendar", "semantic_mcp.sources.contacts"):
+    from .extract.ooxml import LIBRARIES
+
+    for module in ("semantic_mcp.sources.extract", "semantic_mcp.sources.calendar", "semantic_mcp.sources.contacts",
+                   *LIBRARIES):
         importlib.import_module(module)
     start = _address_space()
     limit = start + memory_bytes

@@ -12,20 +12,22 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import docx
-import openpyxl
-import pptx
-from docx.table import Table
-from pptx.enum.shapes import MSO_SHAPE_TYPE
-
 from .common import Budget, Section, check_zip, table_row
 from .tables import MAX_COLUMNS, sheet_sections, slide_section
+
+# The three libraries are imported where they are used: together they cost ~0.5 s of CPU, which the
+# app's own process (it only dispatches to the parser processes) need not pay at every start. A parser
+# process imports them up front, before its memory cap is set (parser_process._serve).
+LIBRARIES = ("docx", "docx.table", "openpyxl", "pptx", "pptx.enum.shapes")
 
 # --- Word -------------------------------------------------------------------------------------
 
 
 def docx_text(data: bytes) -> str:
     """Paragraphs and tables in document order; Heading N / Title styles become ``#`` lines."""
+    import docx
+    from docx.table import Table
+
     check_zip(data)  # size check before python-docx inflates the whole package
     lines: list[str] = []
     for block in docx.Document(io.BytesIO(data)).iter_inner_content():
@@ -56,6 +58,8 @@ def xlsx_sheets(data: bytes) -> list[Section]:
     """Every worksheet's rows (the values last computed, for formulas), streamed: read-only mode
     never holds a whole sheet, and the declared dimensions are ignored so a sheet claiming a
     million rows and columns pads nothing (rows are as wide as their last cell)."""
+    import openpyxl
+
     check_zip(data)
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     budget = Budget()
@@ -88,6 +92,8 @@ def _cell(value: Any) -> str:
 
 def pptx_slides(data: bytes) -> list[Section]:
     """Slide by slide: the title, the text of every shape (groups and tables included), the notes."""
+    import pptx
+
     check_zip(data)
     budget = Budget()
     sections: list[Section] = []
@@ -108,6 +114,8 @@ def pptx_slides(data: bytes) -> list[Section]:
 
 
 def _shape_lines(shapes: Iterable[Any]) -> Iterator[str]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     for shape in shapes:
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
             yield from _shape_lines(shape.shapes)
