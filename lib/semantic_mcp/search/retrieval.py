@@ -118,6 +118,9 @@ class Calibration:
     # Added to the evidence of a chunk in another measured language than the query (ADR 0280): e5 scores
     # such pairs systematically lower. 0: not measured for this model.
     other_language_bonus: float = 0.0
+    # How much that drop varies between answers (ADR 0281): once the cut-off keeps something for a query, an
+    # other-language candidate this close to the best kept one is returned too (:func:`default_cut`).
+    other_language_spread: float = 0.0
 
     def for_query(self, query: str) -> Calibration:
         """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``."""
@@ -148,13 +151,35 @@ class Calibration:
         return score >= cut_off and not noisy
 
 
+def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
+                named_kinds: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
+    """What the default cut-off returns of ``candidates`` (one query's, best first), in their order.
+
+    Each candidate is judged by :meth:`Calibration.keeps` (``named_kinds``: the item kinds the question
+    names). Then, when that keeps anything, an other-language candidate whose evidence is within
+    ``other_language_spread`` of the best kept one's is returned too: the offset it got is the median drop
+    across languages, and an answer's own drop varies by that much (ADR 0281), so the score cannot tell
+    it from what was kept. Whether a query returns anything is decided as before: a query nothing passes
+    (gibberish, a question nothing answers) still gets nothing. The kept one must have cleared the noise
+    floor on its evidence, not been kept for its words alone (an exact match, a query token)."""
+    kept = [calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named_kinds,
+                              above_noise=c.above_noise) for c in candidates]
+    margin = calibration.noise_margin if calibration.noise_margin is not None else -math.inf
+    best = max((c.above_noise for c, k in zip(candidates, kept, strict=True)
+                if k and c.above_noise is not None and c.above_noise >= margin), default=None)
+    spread = calibration.other_language_spread
+    return [c for c, k in zip(candidates, kept, strict=True)
+            if k or (best is not None and spread > 0 and c.other_language and c.above_noise is not None
+                     and c.above_noise >= best - spread)]
+
+
 # Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md): e5's weights
 # chosen over seven sets (ADR 0271), its scores fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO
 # alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39,
-                                          noise_margin=0.04, token_weight=0.1,
-                                          other_language_bonus=0.035),  # bench/language_offset.py
+                                          noise_margin=0.04, token_weight=0.1,  # ADR 0281 (language_offset.py):
+                                          other_language_bonus=0.05, other_language_spread=0.024),
     "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),
 }
 # Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
@@ -184,6 +209,7 @@ class Candidate:
     keyword_rank: int | None = None  # 1-based rank of the document in the keyword leg
     coverage: float | None = None  # keyword coverage of the representing chunk (KeywordIndex.coverage)
     above_noise: float | None = None  # its fused evidence minus the query's noise floor (search/noise.py)
+    other_language: bool = False  # its chunk is in another measured language than the query (ADR 0280)
     legs: tuple[Leg, ...] = field(default_factory=tuple)
 
 
@@ -387,6 +413,7 @@ class HybridRetriever:
                     above_noise=None if floor is None or record.chunk_id not in dense_cos else
                     calibration.fused(dense_cos[record.chunk_id], coverage.get(record.chunk_id, 0.0),
                                       record.chunk_id in across) - floor,
+                    other_language=record.chunk_id in across,
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
                 )
             )

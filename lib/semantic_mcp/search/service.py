@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from ..filters import SearchFilters
 from .intent import QueryIntent, apply_intent
 from .rerank import Reranker
-from .retrieval import UNCALIBRATED, HybridRetriever
+from .retrieval import UNCALIBRATED, HybridRetriever, default_cut
 from .verify import Verifier
 
 VERIFY_SLACK = 5  # candidates retrieved and verified beyond those returned
@@ -206,10 +206,7 @@ class SearchService:
         calibration = self.retriever.calibration()
         if score_threshold is None:
             cut_off = calibration.cut_off
-            named = set(intent.doc_types) if intent is not None else set()
-            passing = [c for c in candidates
-                       if calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named,
-                                            above_noise=c.above_noise)]
+            passing = default_cut(calibration, candidates, set(intent.doc_types) if intent is not None else set())
         else:
             cut_off = score_threshold
             passing = [c for c in candidates if c.score >= cut_off]
