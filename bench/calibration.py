@@ -12,7 +12,7 @@ built by ``retrieval_quality.build``), each with its raw cosine similarity and i
 
 Step 2, the report (fast, from the saved features): fits ``P(answers | cosine, coverage)`` by
 logistic regression on one set and checks it on the other (both directions), then on both sets
-pooled (what ships in ``semantic_mcp.search.retrieval.CALIBRATIONS``); the abstention rate at each
+pooled (what ships in ``semantic_mcp.search.calibration.CALIBRATIONS``); the abstention rate at each
 cut-off on queries that have no answer (``judged`` with every judged passage removed from their
 candidates, and ``foreign``) against the recall@10/nDCG@10 the cut-off costs on the judged queries;
 and nDCG@10 of each fusion, cross-validated across the sets.
@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_quality import CACHE, USER, QueryMemo, build, load, ndcg, probes, recall  # noqa: E402
 
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.search.retrieval import CALIBRATIONS, EXACT_MATCH_COVERAGE, Calibration, HybridRetriever  # noqa: E402
+from semantic_mcp.search.calibration import CALIBRATIONS, EXACT_MATCH_COVERAGE, Calibration  # noqa: E402
+from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 
 # MS MARCO: its 43 queries and the 4,102 passages they judge (retrieval_quality.load; the 898 others are
 # left out for embedding time, as in retrieval_quality.ALL_SETS).

@@ -41,8 +41,8 @@ from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.language import detect_language  # noqa: E402
 from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
-from semantic_mcp.search import retrieval  # noqa: E402
-from semantic_mcp.search.retrieval import Calibration, Candidate, HybridRetriever, default_cut  # noqa: E402
+from semantic_mcp.search.calibration import CALIBRATIONS, NAMED_KIND_CUT_OFF_SHARE, Calibration, default_cut  # noqa: E402
+from semantic_mcp.search.retrieval import Candidate, HybridRetriever  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 
 SET = Path(__file__).resolve().parent / "sets" / "crosslang" / "items.json"
@@ -154,7 +154,7 @@ def print_cut_off_drops(retriever: HybridRetriever, questions: list[Question]) -
             continue
         c = found[rank - 1]
         named = c.metadata.get("doc_type") in read_intent(q.text, NOW).doc_types
-        cut_off = calibration.cut_off * (retrieval.NAMED_KIND_CUT_OFF_SHARE if named else 1.0)
+        cut_off = calibration.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named else 1.0)
         by = [why for why, cut in (("score", c.score < cut_off), ("noise floor", not calibration.keeps(
             1.0, c.coverage, above_noise=c.above_noise))) if cut]
         print(f"| {q.text} | {q.pair} | {rank} | {c.score:.3f} | {c.above_noise:+.3f} | "
@@ -202,14 +202,14 @@ def print_offsets(retriever: HybridRetriever, questions: list[Question]) -> None
     try:
         for bonus, spread in ((0.0, 0.0), (ADR_0280_OFFSET, 0.0), (shipped.other_language_bonus, 0.0),
                               (shipped.other_language_bonus, shipped.other_language_spread), (0.07, 0.0)):
-            retrieval.CALIBRATIONS[model_id] = replace(shipped, other_language_bonus=bonus, other_language_spread=spread)
+            CALIBRATIONS[model_id] = replace(shipped, other_language_bonus=bonus, other_language_spread=spread)
             ranked = [rank_of(q.title, retriever.search_sync(USER, q.text, DEPTH)) for q in questions]
             cut = [rank_of(q.title, as_the_app_returns(retriever, q.text, DEPTH)) for q in questions]
             empty = sum(not as_the_app_returns(retriever, q.text, DEPTH, leave_out=q.title) for q in questions)
             print(f"| {bonus:.3f} | {spread:.3f} | {summary(ranked)[1]:.2f} | {summary(cut)[1]:.2f} | "
                   f"{empty / len(questions):.2f} |")
     finally:
-        retrieval.CALIBRATIONS[model_id] = shipped
+        CALIBRATIONS[model_id] = shipped
 
 
 def print_outside_the_app(docs: list[SourceDocument], questions: list[Question]) -> None:

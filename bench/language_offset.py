@@ -39,8 +39,7 @@ from retrieval_quality import ALL_SETS, CACHE, USER, QueryMemo, build, load, ndc
 from semantic_mcp.documents import DocRef  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
-from semantic_mcp.search import retrieval  # noqa: E402
-from semantic_mcp.search.retrieval import default_cut  # noqa: E402
+from semantic_mcp.search.calibration import CALIBRATIONS, default_cut  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 
 LANGUAGES = ("en", "de", "es")
@@ -93,7 +92,7 @@ def print_monolingual(embedder, workdir: Path) -> None:
     """On the seven monolingual sets of ``bench/retrieval_quality.py`` the offset applies only where the
     detector tells a question's language from a passage's: nDCG@10 of the ranking and recall@10 at the
     default cut-off, without and with it, and how many searches changed at all."""
-    shipped = retrieval.CALIBRATIONS[embedder.model_id]
+    shipped = CALIBRATIONS[embedder.model_id]
     print("\n| Set | nDCG@10: no offset / shipped | recall@10 at the cut-off: no offset / shipped | searches changed |")
     print("|---|---|---|---|")
     try:
@@ -102,7 +101,7 @@ def print_monolingual(embedder, workdir: Path) -> None:
             retriever = build(data, embedder, workdir)
             runs = []
             for bonus, spread in ((0.0, 0.0), (shipped.other_language_bonus, shipped.other_language_spread)):
-                retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus,
+                CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus,
                                                                     other_language_spread=spread)
                 runs.append({qid: retriever.search_sync(USER, data.queries[qid], K) for qid in data.qrels})
             cells = []
@@ -118,7 +117,7 @@ def print_monolingual(embedder, workdir: Path) -> None:
             print(f"| {name} | {cells[0][0]:.3f} / {cells[1][0]:.3f} | {cells[0][1]:.3f} / {cells[1][1]:.3f} | "
                   f"{changed} of {len(runs[0])} |", flush=True)
     finally:
-        retrieval.CALIBRATIONS[embedder.model_id] = shipped
+        CALIBRATIONS[embedder.model_id] = shipped
 
 
 def main() -> None:
@@ -142,7 +141,7 @@ def main() -> None:
         print(f"| {lang}→{other} | {len(answers)} | {q1:.3f} | {q2:.3f} | {q3:.3f} | {np.median(everything):.3f} |")
     q1, q2, q3 = np.percentile(pooled, [25, 50, 75])
     print(f"| all | {len(pooled)} | {q1:.3f} | {q2:.3f} | {q3:.3f} | {np.median(pooled_all):.3f} |")
-    shipped = retrieval.CALIBRATIONS[embedder.model_id]
+    shipped = CALIBRATIONS[embedder.model_id]
     overall = float(np.floor(np.median(pooled_all) / 0.005) * 0.005)
     spread = round(float(q3 - q1), 3)
     print(f"\nMedian gap over all paragraphs, rounded down to 0.005 (ADR 0280's offset): {overall:.3f}; spread of the "
@@ -160,11 +159,11 @@ def main() -> None:
             for lang in LANGUAGES:  # same language: no offset applies
                 cells[(lang, lang, 0.0)] = at_cut_off(retrievers[lang], sets[lang], sets[lang])
             for bonus in offsets:
-                retrieval.CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
+                CALIBRATIONS[embedder.model_id] = replace(shipped, other_language_bonus=bonus)
                 for lang, other in permutations(LANGUAGES, 2):
                     cells[(lang, other, bonus)] = at_cut_off(retrievers[other], sets[other], sets[lang])
         finally:
-            retrieval.CALIBRATIONS[embedder.model_id] = shipped
+            CALIBRATIONS[embedder.model_id] = shipped
         same = float(np.mean([cells[(lang, lang, 0.0)][1] for lang in LANGUAGES]))
         print("| Offset | cross-language recall@10 | returns nothing: cross-language | same-language |\n|---|---|---|---|")
         held = []

@@ -35,7 +35,8 @@ from structured_items import QUESTIONS, items  # noqa: E402
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.search.retrieval import Calibration, HybridRetriever, default_cut  # noqa: E402
+from semantic_mcp.search.calibration import Calibration, default_cut  # noqa: E402
+from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 
 TUNE_SEED, TEST_SEED, NOTES_SEED = 1, 2, 3
 QUERIES = 200

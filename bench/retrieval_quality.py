@@ -42,7 +42,8 @@ from semantic_mcp.embedding import Embedder, make_embedder  # noqa: E402
 from semantic_mcp.embedding_cache import EmbeddingCache  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
-from semantic_mcp.search.retrieval import UNCALIBRATED, Calibration, Fusion, HybridRetriever, Mode  # noqa: E402
+from semantic_mcp.search.calibration import UNCALIBRATED, Calibration  # noqa: E402
+from semantic_mcp.search.retrieval import Fusion, HybridRetriever, Mode  # noqa: E402
 from semantic_mcp.store import VectorStore  # noqa: E402
 
 # The two shared reference sets (read-only, outside the repo) and the sets committed here (bench/sets/README.md).

@@ -32,7 +32,8 @@ from retrieval_quality import CACHE, USER, Dataset, QueryMemo, build  # noqa: E4
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.search.retrieval import HybridRetriever, default_cut  # noqa: E402
+from semantic_mcp.search.calibration import default_cut  # noqa: E402
+from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.sources.calendar import document_from_ics  # noqa: E402
 from semantic_mcp.sources.contacts import document_from_vcard  # noqa: E402
 from semantic_mcp.sources.deck import _Placed, document_from_card  # noqa: E402

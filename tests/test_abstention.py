@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from semantic_mcp.search.retrieval import DEFAULT_CUT_OFF
+from semantic_mcp.search.calibration import DEFAULT_CUT_OFF
 from stack import Stack
 
 NO_ANSWER = ["wifi password", "recipe for moon cheese", "zzqx frobnicate"]

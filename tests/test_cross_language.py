@@ -23,8 +23,8 @@ from semantic_mcp.embedding import E5OnnxEmbedder
 from semantic_mcp.indexing.pipeline import chunk_records
 from semantic_mcp.keyword import KeywordIndex
 from semantic_mcp.language import detect_language, document_language
-from semantic_mcp.search import retrieval
-from semantic_mcp.search.retrieval import CALIBRATIONS, Calibration, Candidate, HybridRetriever, default_cut
+from semantic_mcp.search.calibration import CALIBRATIONS, Calibration, default_cut
+from semantic_mcp.search.retrieval import Candidate, HybridRetriever
 from semantic_mcp.store import VectorStore
 
 E5 = "multilingual-e5-small-q4"
@@ -163,6 +163,6 @@ def test_gibberish_and_same_language_scores_do_not_move(
     retriever, _ = crosslang
     queries = ["zzqx frobnicate", "Kaution Wohnung", *random_texts(20, TEST_SEED)]
     with_offset = [[(c.doc_key, c.score, c.above_noise) for c in retriever.search_sync(USER, q, 10)] for q in queries]
-    monkeypatch.setitem(retrieval.CALIBRATIONS, E5, replace(CALIBRATIONS[E5], other_language_bonus=0.0))
+    monkeypatch.setitem(CALIBRATIONS, E5, replace(CALIBRATIONS[E5], other_language_bonus=0.0))
     without = [[(c.doc_key, c.score, c.above_noise) for c in retriever.search_sync(USER, q, 10)] for q in queries]
     assert with_offset == without

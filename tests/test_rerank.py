@@ -13,7 +13,8 @@ from semantic_mcp.config import Deployment
 from semantic_mcp.documents import DocRef
 from semantic_mcp.filters import SearchFilters
 from semantic_mcp.search.rerank import MS_MARCO_MINILM, CrossEncoder, Reranker, ShippedModel, from_setting
-from semantic_mcp.search.retrieval import UNCALIBRATED, Candidate
+from semantic_mcp.search.calibration import UNCALIBRATED
+from semantic_mcp.search.retrieval import Candidate
 from semantic_mcp.search.service import SearchService
 from semantic_mcp.search.verify import Verification
 

