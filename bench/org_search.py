@@ -203,7 +203,8 @@ async def _probe(args: dict) -> dict:
     from semantic_mcp.search.verify import Verification
 
     settings = AdminSettings(embedding_backend="openai", embedding_url=args["stub"], embedding_model="stub")
-    deployment = Deployment(storage=Path(args["storage"]), chroma_host=args.get("host"), chroma_port=args.get("port") or 8000)
+    deployment = Deployment(storage=Path(args["storage"]), chroma_host=args.get("host"), chroma_port=args.get("port") or 8000,
+                            **({"chroma_memory_mb": args["chroma_memory_mb"]} if "chroma_memory_mb" in args else {}))
 
     async def no_users() -> list[str]:
         return []
@@ -241,13 +242,17 @@ async def _probe(args: dict) -> dict:
         times.append((1000 * (time.perf_counter() - started), user in seen, user, 1000 * embedding[0]))
         seen.add(user)
     rss, peak = _rss_mb()
-    return {"serving": serving, "first_results": len(first.candidates), "times": times, "rss_open": rss_open,
+    reopened = getattr(engine.store(), "reopened", 0)
+    return {"reopened": reopened, "serving": serving, "first_results": len(first.candidates), "times": times, "rss_open": rss_open,
             "rss": rss, "peak": peak, "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def probe(storage: Path, stub_url: str, pairs: list, host: str | None = None, port: int | None = None) -> dict:
-    """Run :func:`_probe` in a fresh interpreter, niced as the bench is; its launch time is t = 0."""
-    args = {"storage": str(storage), "stub": stub_url, "plan": pairs, "host": host, "port": port, "launched": time.time()}
+def probe(storage: Path, stub_url: str, pairs: list, host: str | None = None, port: int | None = None,
+          chroma_memory_mb: int | None = None) -> dict:
+    """Run :func:`_probe` in a fresh interpreter, niced as the bench is; its launch time is t = 0.
+    ``chroma_memory_mb``: the deployment's ``CHROMA_MEMORY_MB`` (None: its default)."""
+    args = {"storage": str(storage), "stub": stub_url, "plan": pairs, "host": host, "port": port, "launched": time.time(),
+            **({"chroma_memory_mb": chroma_memory_mb} if chroma_memory_mb is not None else {})}
     out = subprocess.run([sys.executable, __file__, "probe"], input=json.dumps(args), capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": f"{ROOT / 'lib'}:{ROOT}"}, check=False)
     if out.returncode:

@@ -134,7 +134,8 @@ class Engine:
                     self.deployment.chroma_host, self.deployment.chroma_port, embedder.model_id, embedder.dim
                 )
             else:
-                self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim)
+                self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim,
+                                                   memory_limit=self.deployment.chroma_memory_mb * 10**6)
         return self._store
 
     def sources(self) -> dict[str, Source]:
