@@ -302,7 +302,9 @@ def _summary(label: str, result: dict, server: tuple[float, float] | None = None
     return line
 
 
-def run_e(users: int, chunks: int, workdir: Path, queries: int = 300, batch: int = 20_000, keep: bool = False) -> list[str]:
+def run_e(users: int, chunks: int, workdir: Path, queries: int = 300, batch: int = 20_000, keep: bool = False,
+          chroma_memory_mb: list[int] | None = None, seed: int = 5) -> list[str]:
+    """``chroma_memory_mb``: one embedded run per value of ``CHROMA_MEMORY_MB`` (default: the app's)."""
     from org_processes import EmbeddingStub
 
     storage = workdir / "storage-e"
@@ -320,10 +322,14 @@ def run_e(users: int, chunks: int, workdir: Path, queries: int = 300, batch: int
         f"{built['chroma']:.0f} s, FTS5 {built['fts5']:.0f} s, records {built['records']:.0f} s, stub vectors "
         f"{built['vectors']:.0f} s); on disk Chroma **{chroma:,.0f} MB**, FTS5 **{fts:,.0f} MB** "
         f"({1000 * (chroma + fts) / built['chunks']:.1f} KB a chunk)")
-    pairs = plan(users, chunks, queries, built.get("users_done", users))
+    pairs = plan(users, chunks, queries, built.get("users_done", users), seed)
     stub = EmbeddingStub(0.0)
     try:
-        lines.append(_summary("embedded Chroma", probe(storage, stub.url, pairs)))
+        for memory in chroma_memory_mb or [None]:
+            result = probe(storage, stub.url, pairs, chroma_memory_mb=memory)
+            label = "embedded Chroma" + (f" (CHROMA_MEMORY_MB={memory}: reopened {result['reopened']} times)"
+                                         if memory is not None else "")
+            lines.append(_summary(label, result))
         server = ChromaServer(storage / "chroma", 18000 + os.getpid() % 1000)
         try:
             result = probe(storage, stub.url, pairs, host="127.0.0.1", port=server.port)
