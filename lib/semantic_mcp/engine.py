@@ -119,7 +119,11 @@ class Engine:
                 log.warning("Embedding model changed from %s to %s: re-indexing everything", previous, embedder.model_id)
                 self._start_over()
             self.state.set_meta("model_id", embedder.model_id)
-            self._embedder, self._embedder_config, self._store = embedder, config, None
+            if self._store is not None and (self._store.model_id, self._store.dim) != (embedder.model_id, embedder.dim):
+                # Another model's collections. (An embedded client stays open for the old store, so until a
+                # restart the new one's reopening cannot free memory: ADR 0561; a model switch re-indexes anyway.)
+                self._store = None
+            self._embedder, self._embedder_config = embedder, config
         return self._embedder
 
     def store(self) -> VectorStore:
