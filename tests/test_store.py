@@ -188,3 +188,29 @@ def test_past_its_chunk_limit_the_store_reopens_chroma_and_keeps_every_write(tmp
     unbounded = VectorStore.embedded(tmp_path / "other", "test-model", DIM)
     unbounded.upsert("alice", records, vectors["user0"])
     assert unbounded.reopened == 0
+
+
+def test_searches_and_writes_in_threads_meanwhile_wait_for_the_reopening(tmp_path: Path) -> None:
+    """The client is replaced only when no call is using it; calls meanwhile wait, then use the new one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM, memory_limit=COLLECTION_BYTES + 300 * CHUNK_BYTES)
+    rng = np.random.default_rng(5)
+    users = [f"user{n}" for n in range(6)]
+    vectors = {user: rng.standard_normal((200, DIM)).astype(np.float32) for user in users}
+    records = [record(f"note:{i}", 0) for i in range(200)]
+    for user in users[:3]:
+        s.upsert(user, records, vectors[user])
+
+    def search(user: str) -> bool:
+        return all(s.query(user, vectors[user][i], 1)[0].chunk_id == f"note:{i}#0" for i in (3, 150))
+
+    def write(user: str) -> bool:
+        s.upsert(user, records, vectors[user])
+        return s.count(user) == 200
+
+    with ThreadPoolExecutor(4) as pool:
+        calls = [pool.submit(write, user) for user in users[3:]]
+        calls += [pool.submit(search, user) for _ in range(4) for user in users[:3]]
+        assert all(call.result() for call in calls)
+    assert s.reopened >= 3

@@ -12,13 +12,11 @@ because Chroma's default one downloads a model at run time.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import logging
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +28,8 @@ import numpy as np
 from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError, NotFoundError
+
+from .chroma_local import index_write_log, return_freed_memory
 
 log = logging.getLogger(__name__)
 
@@ -83,26 +83,6 @@ def _hash(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def index_write_log(sqlite_path: str) -> None:
-    """Index embedded Chroma's write log by collection (docs/adr/0560).
-
-    Chroma keeps each collection's writes since its vector index was last saved (up to
-    ``sync_threshold``, 1,000, per collection) in one ``embeddings_queue`` table, and a collection's
-    first query after start-up reads its share of it with no index on the collection: a scan of every
-    collection's tail. With 1,000 users that was 160k rows and 400-700 ms for each user's first search
-    whatever the user's size; with this index 40-140 ms (bench/RESULTS-scale.md). Chroma's own
-    statements are unchanged; a Chroma that drops or renames the table only loses the index.
-    """
-    if not os.path.exists(sqlite_path):
-        return
-    db = sqlite3.connect(sqlite_path, timeout=30)
-    try:
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings_queue'").fetchone():
-            db.execute("CREATE INDEX IF NOT EXISTS semantic_mcp_queue_topic ON embeddings_queue(topic, seq_id)")
-    finally:
-        db.close()
-
-
 def _guarded(method: F) -> F:
     """A public call of :class:`VectorStore`, made inside :meth:`VectorStore._using`."""
 
@@ -119,15 +99,6 @@ def _guarded(method: F) -> F:
 # the vectors and graph, ~2 KB a chunk, and ~2.7 MB a collection whatever its size.
 COLLECTION_BYTES = 2_700_000
 CHUNK_BYTES = 2_000
-
-
-def _return_freed_memory() -> None:
-    """Give the heap's free pages back to the system: the indexes of small collections are freed
-    into glibc's heap, which keeps them (measured: 885 MB resident after closing, 533 MB after this)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 class VectorStore:
@@ -198,7 +169,7 @@ class VectorStore:
                  self._held_bytes // 10**6, self._memory_limit // 10**6)
         self._collections.clear()
         self.client.close()  # the last reference to Chroma's own client: its indexes are freed
-        _return_freed_memory()
+        return_freed_memory()
         self.client = self._reopen()
         self._held_bytes = 0
         self.reopened += 1
