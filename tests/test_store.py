@@ -163,7 +163,7 @@ def test_embedded_chromas_write_log_is_indexed_by_collection(store: VectorStore,
     assert [h.chunk_id for h in reopened.query("alice", vec(3), 1)] == ["calendar_event:cal/3#0"]
 
 
-def test_past_its_chunk_limit_the_store_reopens_chroma_and_keeps_every_write(tmp_path: Path) -> None:
+def test_past_its_memory_limit_the_store_reopens_chroma_and_keeps_every_write(tmp_path: Path) -> None:
     """The memory bound (ADR 0561): once the collections opened take more than ``memory_limit``
     (estimated), embedded Chroma is closed (freeing their indexes) and opened again; each collection reloads on
     its next use with the writes Chroma had not yet saved to its index files (under its sync
