@@ -30,6 +30,8 @@ e. **search at the organisation's size** (``bench/org_search.py``): the index of
 
     PYTHONPATH=lib:. python bench/org_scale.py [--users 100] [--chunks 30000] [--only a,b,c,d,e]
     PYTHONPATH=lib:. python bench/org_scale.py --only e --users 1000 --chunks 1000000 --workdir /big/disk
+    PYTHONPATH=lib:. python bench/org_scale.py --only e --users 1000 --chunks 200000 --keep-index DIR \
+        --queries 600 --chroma-memory-mb 0,1000,500    # embedded runs without and with the memory bound
 
 The figures for 1,000 users and a million chunks need ~1 GB of texts in the fake and hours on two
 cores; the defaults are a slice, and the results say which slice they are.
@@ -276,7 +278,8 @@ def _part_e(args: argparse.Namespace, workdir: Path) -> None:
     print(f"e. started at load {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)", flush=True)
     try:
         for line in run_e(args.users, args.chunks, Path(args.keep_index) if args.keep_index else workdir,
-                          args.queries, keep=bool(args.keep_index)):
+                          args.queries, keep=bool(args.keep_index), seed=args.seed,
+                          chroma_memory_mb=[int(v) for v in args.chroma_memory_mb.split(",")] if args.chroma_memory_mb else None):
             print(line, flush=True)
     finally:
         print(f"e. ended at load {os.getloadavg()[0]:.1f}", flush=True)
@@ -292,6 +295,8 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, help="where the data goes (e: several GB at a million chunks)")
     parser.add_argument("--queries", type=int, default=300, help="searches timed in e")
     parser.add_argument("--keep-index", default="", help="e: build the index here once and keep it (re-runs search)")
+    parser.add_argument("--chroma-memory-mb", default="", help="e: CHROMA_MEMORY_MB values, one embedded run each (0: no bound)")
+    parser.add_argument("--seed", type=int, default=5, help="e: which users and queries the searches draw")
     asyncio.run(run(parser.parse_args()))
 
 

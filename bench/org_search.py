@@ -203,7 +203,8 @@ async def _probe(args: dict) -> dict:
     from semantic_mcp.search.verify import Verification
 
     settings = AdminSettings(embedding_backend="openai", embedding_url=args["stub"], embedding_model="stub")
-    deployment = Deployment(storage=Path(args["storage"]), chroma_host=args.get("host"), chroma_port=args.get("port") or 8000)
+    deployment = Deployment(storage=Path(args["storage"]), chroma_host=args.get("host"), chroma_port=args.get("port") or 8000,
+                            **({"chroma_memory_mb": args["chroma_memory_mb"]} if "chroma_memory_mb" in args else {}))
 
     async def no_users() -> list[str]:
         return []
@@ -241,13 +242,17 @@ async def _probe(args: dict) -> dict:
         times.append((1000 * (time.perf_counter() - started), user in seen, user, 1000 * embedding[0]))
         seen.add(user)
     rss, peak = _rss_mb()
-    return {"serving": serving, "first_results": len(first.candidates), "times": times, "rss_open": rss_open,
+    reopened = getattr(engine.store(), "reopened", 0)
+    return {"reopened": reopened, "serving": serving, "first_results": len(first.candidates), "times": times, "rss_open": rss_open,
             "rss": rss, "peak": peak, "maxrss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def probe(storage: Path, stub_url: str, pairs: list, host: str | None = None, port: int | None = None) -> dict:
-    """Run :func:`_probe` in a fresh interpreter, niced as the bench is; its launch time is t = 0."""
-    args = {"storage": str(storage), "stub": stub_url, "plan": pairs, "host": host, "port": port, "launched": time.time()}
+def probe(storage: Path, stub_url: str, pairs: list, host: str | None = None, port: int | None = None,
+          chroma_memory_mb: int | None = None) -> dict:
+    """Run :func:`_probe` in a fresh interpreter, niced as the bench is; its launch time is t = 0.
+    ``chroma_memory_mb``: the deployment's ``CHROMA_MEMORY_MB`` (None: its default)."""
+    args = {"storage": str(storage), "stub": stub_url, "plan": pairs, "host": host, "port": port, "launched": time.time(),
+            **({"chroma_memory_mb": chroma_memory_mb} if chroma_memory_mb is not None else {})}
     out = subprocess.run([sys.executable, __file__, "probe"], input=json.dumps(args), capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": f"{ROOT / 'lib'}:{ROOT}"}, check=False)
     if out.returncode:
@@ -297,7 +302,9 @@ def _summary(label: str, result: dict, server: tuple[float, float] | None = None
     return line
 
 
-def run_e(users: int, chunks: int, workdir: Path, queries: int = 300, batch: int = 20_000, keep: bool = False) -> list[str]:
+def run_e(users: int, chunks: int, workdir: Path, queries: int = 300, batch: int = 20_000, keep: bool = False,
+          chroma_memory_mb: list[int] | None = None, seed: int = 5) -> list[str]:
+    """``chroma_memory_mb``: one embedded run per value of ``CHROMA_MEMORY_MB`` (default: the app's)."""
     from org_processes import EmbeddingStub
 
     storage = workdir / "storage-e"
@@ -315,10 +322,14 @@ def run_e(users: int, chunks: int, workdir: Path, queries: int = 300, batch: int
         f"{built['chroma']:.0f} s, FTS5 {built['fts5']:.0f} s, records {built['records']:.0f} s, stub vectors "
         f"{built['vectors']:.0f} s); on disk Chroma **{chroma:,.0f} MB**, FTS5 **{fts:,.0f} MB** "
         f"({1000 * (chroma + fts) / built['chunks']:.1f} KB a chunk)")
-    pairs = plan(users, chunks, queries, built.get("users_done", users))
+    pairs = plan(users, chunks, queries, built.get("users_done", users), seed)
     stub = EmbeddingStub(0.0)
     try:
-        lines.append(_summary("embedded Chroma", probe(storage, stub.url, pairs)))
+        for memory in chroma_memory_mb or [None]:
+            result = probe(storage, stub.url, pairs, chroma_memory_mb=memory)
+            label = "embedded Chroma" + (f" (CHROMA_MEMORY_MB={memory}: reopened {result['reopened']} times)"
+                                         if memory is not None else "")
+            lines.append(_summary(label, result))
         server = ChromaServer(storage / "chroma", 18000 + os.getpid() % 1000)
         try:
             result = probe(storage, stub.url, pairs, host="127.0.0.1", port=server.port)

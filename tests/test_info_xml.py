@@ -107,6 +107,7 @@ def test_the_environment_info_xml_deploys_is_accepted() -> None:
     ("NEXTCLOUD_PUBLIC_URL", "https://cloud.example.com:port", "not an http"),
     ("APP_LOG_LEVEL", "Array", "AppAPI before Nextcloud 35"),
     ("NEXTCLOUD_AI_RECHECK_SECONDS", "soon", "not a number of seconds"),
+    ("CHROMA_MEMORY_MB", "-1", "not a whole number"),
 ])
 def test_a_value_that_cannot_be_what_it_names_is_a_start_up_error_naming_it(name: str, value: str, why: str) -> None:
     with pytest.raises(DeploymentError, match=why) as refused:
@@ -117,6 +118,7 @@ def test_a_value_that_cannot_be_what_it_names_is_a_start_up_error_naming_it(name
 def test_hosts_and_urls_an_admin_would_give_are_accepted() -> None:
     for host in ("chroma", "chroma.internal.example", "10.0.0.7", "fd00::7", "nc_app_chroma"):
         assert Deployment.from_env({"CHROMA_HOST": host, "CHROMA_PORT": "8001"}).chroma_host == host
+    assert Deployment.from_env({"CHROMA_MEMORY_MB": "0"}).chroma_memory_mb == 0  # 0: never reopen
     for url in ("https://cloud.example.com/", "http://10.0.0.2:8080/nextcloud", "https://[fd00::2]"):
         assert Deployment.from_env({"NEXTCLOUD_PUBLIC_URL": url}).public_url == url.rstrip("/")
 

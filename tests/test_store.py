@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from chroma_server import CHROMA_CLI, chroma_server as running_chroma_server
-from semantic_mcp.store import ChunkRecord, DimensionMismatch, VectorStore
+from semantic_mcp.store import CHUNK_BYTES, COLLECTION_BYTES, ChunkRecord, DimensionMismatch, VectorStore
 
 DIM = 8
 
@@ -161,3 +161,56 @@ def test_embedded_chromas_write_log_is_indexed_by_collection(store: VectorStore,
     db.close()
     reopened = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM)
     assert [h.chunk_id for h in reopened.query("alice", vec(3), 1)] == ["calendar_event:cal/3#0"]
+
+
+def test_past_its_memory_limit_the_store_reopens_chroma_and_keeps_every_write(tmp_path: Path) -> None:
+    """The memory bound (ADR 0561): once the collections opened take more than ``memory_limit``
+    (estimated), embedded Chroma is closed (freeing their indexes) and opened again; each collection reloads on
+    its next use with the writes Chroma had not yet saved to its index files (under its sync
+    threshold, 1,000: here the last 100 of each user), which an index evicted by Chroma's own
+    cache would come back without."""
+    # Room for about one user's 1,100 chunks: each user's writes and searches go past it.
+    s = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM, memory_limit=COLLECTION_BYTES + 1500 * CHUNK_BYTES)
+    rng = np.random.default_rng(3)
+    users = [f"user{n}" for n in range(4)]
+    vectors = {user: rng.standard_normal((1100, DIM)).astype(np.float32) for user in users}
+    records = [record(f"note:{i}", 0) for i in range(1100)]
+    for user in users:
+        s.upsert(user, records[:1000], vectors[user][:1000])  # saved to the index files by Chroma
+        s.upsert(user, records[1000:], vectors[user][1000:])  # only in Chroma's write log
+    written = s.reopened
+    for _ in range(2):
+        for user in users:
+            for i in (5, 1050):
+                assert s.query(user, vectors[user][i], 1)[0].chunk_id == f"note:{i}#0"
+            assert s.count(user) == 1100
+    assert written >= 2 and s.reopened > written  # reopened while writing and while searching
+    unbounded = VectorStore.embedded(tmp_path / "other", "test-model", DIM)
+    unbounded.upsert("alice", records, vectors["user0"])
+    assert unbounded.reopened == 0
+
+
+def test_searches_and_writes_in_threads_meanwhile_wait_for_the_reopening(tmp_path: Path) -> None:
+    """The client is replaced only when no call is using it; calls meanwhile wait, then use the new one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM, memory_limit=COLLECTION_BYTES + 300 * CHUNK_BYTES)
+    rng = np.random.default_rng(5)
+    users = [f"user{n}" for n in range(6)]
+    vectors = {user: rng.standard_normal((200, DIM)).astype(np.float32) for user in users}
+    records = [record(f"note:{i}", 0) for i in range(200)]
+    for user in users[:3]:
+        s.upsert(user, records, vectors[user])
+
+    def search(user: str) -> bool:
+        return all(s.query(user, vectors[user][i], 1)[0].chunk_id == f"note:{i}#0" for i in (3, 150))
+
+    def write(user: str) -> bool:
+        s.upsert(user, records, vectors[user])
+        return s.count(user) == 200
+
+    with ThreadPoolExecutor(4) as pool:
+        calls = [pool.submit(write, user) for user in users[3:]]
+        calls += [pool.submit(search, user) for _ in range(4) for user in users[:3]]
+        assert all(call.result() for call in calls)
+    assert s.reopened >= 3

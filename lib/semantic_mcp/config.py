@@ -35,6 +35,9 @@ class Deployment:
     storage: Path  # APP_PERSISTENT_STORAGE: queue, keyword index, embedding cache, embedded Chroma
     chroma_host: str | None = None  # set CHROMA_HOST to use a Chroma server instead of embedded Chroma
     chroma_port: int = 8000
+    # CHROMA_MEMORY_MB: embedded Chroma is reopened (its indexes freed) once the collections it has
+    # opened take more memory than this, by the store's estimate (0: never; docs/adr/0561)
+    chroma_memory_mb: int = 1000
     # NEXTCLOUD_PUBLIC_URL: base of links and the OAuth issuer when users reach Nextcloud by another URL
     public_url: str | None = None
     log_level: str = "INFO"
@@ -68,6 +71,7 @@ class Deployment:
             storage=Path(value("APP_PERSISTENT_STORAGE") or "data"),
             chroma_host=_host("CHROMA_HOST", value("CHROMA_HOST")),
             chroma_port=_port("CHROMA_PORT", value("CHROMA_PORT") or "8000"),
+            chroma_memory_mb=_whole("CHROMA_MEMORY_MB", value("CHROMA_MEMORY_MB") or "1000"),
             public_url=_url("NEXTCLOUD_PUBLIC_URL", value("NEXTCLOUD_PUBLIC_URL")),
             log_level=_choice("APP_LOG_LEVEL", value("APP_LOG_LEVEL") or value("LOG_LEVEL") or "INFO",
                               LOG_LEVELS).upper(),
@@ -140,6 +144,12 @@ def _seconds(name: str, value: str) -> float:
 def _count(name: str, value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise DeploymentError(f"{name}={value!r} is not a whole number of at least 1")
+    return int(value)
+
+
+def _whole(name: str, value: str) -> int:
+    if not value.isdigit():
+        raise DeploymentError(f"{name}={value!r} is not a whole number (0 or more)")
     return int(value)
 
 

@@ -119,7 +119,11 @@ class Engine:
                 log.warning("Embedding model changed from %s to %s: re-indexing everything", previous, embedder.model_id)
                 self._start_over()
             self.state.set_meta("model_id", embedder.model_id)
-            self._embedder, self._embedder_config, self._store = embedder, config, None
+            if self._store is not None and (self._store.model_id, self._store.dim) != (embedder.model_id, embedder.dim):
+                # Another model's collections. (An embedded client stays open for the old store, so until a
+                # restart the new one's reopening cannot free memory: ADR 0561; a model switch re-indexes anyway.)
+                self._store = None
+            self._embedder, self._embedder_config = embedder, config
         return self._embedder
 
     def store(self) -> VectorStore:
@@ -134,7 +138,8 @@ class Engine:
                     self.deployment.chroma_host, self.deployment.chroma_port, embedder.model_id, embedder.dim
                 )
             else:
-                self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim)
+                self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim,
+                                                   memory_limit=self.deployment.chroma_memory_mb * 10**6)
         return self._store
 
     def sources(self) -> dict[str, Source]:

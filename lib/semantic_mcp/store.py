@@ -12,12 +12,16 @@ because Chroma's default one downloads a model at run time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
 import os
 import re
-import sqlite3
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import chromadb
 import numpy as np
@@ -25,7 +29,12 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError, NotFoundError
 
+from .chroma_local import index_write_log, return_freed_memory
+
+log = logging.getLogger(__name__)
+
 MetadataValue = str | int | float | bool
+F = TypeVar("F", bound=Callable[..., Any])
 Metadata = dict[str, MetadataValue]
 
 
@@ -74,40 +83,96 @@ def _hash(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def index_write_log(sqlite_path: str) -> None:
-    """Index embedded Chroma's write log by collection (docs/adr/0560).
+def _guarded(method: F) -> F:
+    """A public call of :class:`VectorStore`, made inside :meth:`VectorStore._using`."""
 
-    Chroma keeps each collection's writes since its vector index was last saved (up to
-    ``sync_threshold``, 1,000, per collection) in one ``embeddings_queue`` table, and a collection's
-    first query after start-up reads its share of it with no index on the collection: a scan of every
-    collection's tail. With 1,000 users that was 160k rows and 400-700 ms for each user's first search
-    whatever the user's size; with this index 40-140 ms (bench/RESULTS-scale.md). Chroma's own
-    statements are unchanged; a Chroma that drops or renames the table only loses the index.
-    """
-    if not os.path.exists(sqlite_path):
-        return
-    db = sqlite3.connect(sqlite_path, timeout=30)
-    try:
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'embeddings_queue'").fetchone():
-            db.execute("CREATE INDEX IF NOT EXISTS semantic_mcp_queue_topic ON embeddings_queue(topic, seq_id)")
-    finally:
-        db.close()
+    @functools.wraps(method)
+    def call(self: VectorStore, *args: Any, **kwargs: Any) -> Any:
+        with self._using():
+            return method(self, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+# What embedded Chroma holds in memory for a collection it has opened, fitted on two bench runs
+# (bench/RESULTS-scale.md: 176 users with 353k chunks -> +1,162 MB; 338 users with 136k -> +1,171 MB):
+# the vectors and graph, ~2 KB a chunk, and ~2.7 MB a collection whatever its size.
+COLLECTION_BYTES = 2_700_000
+CHUNK_BYTES = 2_000
 
 
 class VectorStore:
-    """Chroma, embedded (:meth:`embedded`) or a server (:meth:`remote`); synchronous, call it from a thread."""
+    """Chroma, embedded (:meth:`embedded`) or a server (:meth:`remote`); synchronous, call it from a thread.
 
-    def __init__(self, client: ClientAPI, model_id: str, dim: int) -> None:
+    Embedded Chroma keeps the HNSW index of every collection it has opened in memory (~3.3 KB a chunk)
+    and, at this app's sizes, never lets one go: its own cache bound cannot be used, because an index it
+    evicts comes back without its unsaved writes (docs/adr/0561). So the store bounds memory itself:
+    once the collections opened since the client was made take more than ``memory_limit`` bytes by
+    the estimate above, it closes the client (which frees every index) and opens a new one, which
+    reloads each collection, its unsaved writes included, on its next use.
+    """
+
+    def __init__(self, client: ClientAPI, model_id: str, dim: int,
+                 reopen: Callable[[], ClientAPI] | None = None, memory_limit: int = 0) -> None:
         self.client = client
         self.model_id = model_id
         self.dim = dim
         self._collections: dict[str, Collection] = {}
+        self._reopen, self._memory_limit = reopen, memory_limit
+        self._held_bytes = 0  # estimated memory of the collections opened since the client was made
+        self.reopened = 0
+        self._gate = threading.Condition()
+        self._busy = 0  # calls using the client now
+        self._closing = False
 
     @classmethod
-    def embedded(cls, path: str | os.PathLike[str], model_id: str, dim: int) -> VectorStore:
-        client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    def embedded(
+        cls, path: str | os.PathLike[str], model_id: str, dim: int, *, memory_limit: int = 0
+    ) -> VectorStore:
+        """``memory_limit``: reopen Chroma once the collections it has opened take more bytes than this
+        (0: never; memory then grows with every user who searches until the process restarts)."""
+
+        def connect() -> ClientAPI:
+            return chromadb.PersistentClient(path=str(path), settings=_settings())
+
+        client = connect()
         index_write_log(os.path.join(path, "chroma.sqlite3"))
-        return cls(client, model_id, dim)
+        return cls(client, model_id, dim, reopen=connect, memory_limit=memory_limit)
+
+    @contextmanager
+    def _using(self) -> Iterator[None]:
+        """Around each public call: the client is not closed under it, and one that holds too many
+        chunks is replaced before it (once no call is using it)."""
+        with self._gate:
+            while self._closing:
+                self._gate.wait()
+            if self._reopen and self._memory_limit and self._held_bytes > self._memory_limit:
+                self._closing = True
+                while self._busy:
+                    self._gate.wait()
+                try:
+                    self._replace_client()
+                finally:
+                    self._closing = False
+                    self._gate.notify_all()
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._gate:
+                self._busy -= 1
+                self._gate.notify_all()
+
+    def _replace_client(self) -> None:
+        assert self._reopen is not None
+        log.info("reopening embedded Chroma: its open collections take ~%d MB (limit %d MB)",
+                 self._held_bytes // 10**6, self._memory_limit // 10**6)
+        self._collections.clear()
+        self.client.close()  # the last reference to Chroma's own client: its indexes are freed
+        return_freed_memory()
+        self.client = self._reopen()
+        self._held_bytes = 0
+        self.reopened += 1
 
     @classmethod
     def remote(cls, host: str, port: int, model_id: str, dim: int, ssl: bool = False) -> VectorStore:
@@ -147,10 +212,18 @@ class VectorStore:
                 f"but the embedder is {self.model_id} with dimension {self.dim}"
             )
         self._collections[name] = collection
+        if self._memory_limit:
+            self._held(COLLECTION_BYTES + CHUNK_BYTES * collection.count())
         return collection
+
+    def _held(self, size: int) -> None:
+        """Count ``size`` bytes more in Chroma's memory (a collection opened, or chunks written)."""
+        with self._gate:
+            self._held_bytes += size
 
     # --- writing -----------------------------------------------------------------------------
 
+    @_guarded
     def upsert(self, user: str, chunks: Sequence[ChunkRecord], embeddings: np.ndarray) -> None:
         """Insert or replace chunks by id (the caller removes chunks a shorter version no longer has)."""
         if len(chunks) != len(embeddings):
@@ -171,16 +244,21 @@ class VectorStore:
                 documents=[c.text for c in part],
                 metadatas=[{**c.metadata, "doc_key": c.doc_key} for c in part],
             )
+        if self._memory_limit:
+            self._held(CHUNK_BYTES * len(chunks))
 
+    @_guarded
     def delete_doc(self, user: str, doc_key: str) -> None:
         """Remove every chunk of one document."""
         if collection := self._collection(user, create=False):
             collection.delete(where={"doc_key": doc_key})
 
+    @_guarded
     def delete_chunks(self, user: str, chunk_ids: Sequence[str]) -> None:
         if chunk_ids and (collection := self._collection(user, create=False)):
             collection.delete(ids=list(chunk_ids))
 
+    @_guarded
     def delete_user(self, user: str) -> None:
         """Drop the user's collections for every model, not just the current one."""
         prefix = self._user_prefix(user)
@@ -191,6 +269,7 @@ class VectorStore:
 
     # --- reading -----------------------------------------------------------------------------
 
+    @_guarded
     def query(
         self, user: str, embedding: np.ndarray, k: int, *, among: Sequence[str] | None = None
     ) -> list[Hit]:
@@ -203,6 +282,10 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or k <= 0 or (among is not None and not among):
             return []
+        return self._query(collection, embedding, k, among)
+
+    def _query(self, collection: Collection, embedding: np.ndarray, k: int,
+               among: Sequence[str] | None = None) -> list[Hit]:
         try:
             result = collection.query(
                 query_embeddings=[np.asarray(embedding, dtype=np.float32)],
@@ -218,7 +301,7 @@ class VectorStore:
             # search unrestricted, deep enough, and keep the hits among the ids.
             wanted = set(among)
             fetch = min(10 * k, max(k, k * collection.count() // max(1, len(wanted)) * 2))
-            return [hit for hit in self.query(user, embedding, fetch) if hit.chunk_id in wanted][:k]
+            return [hit for hit in self._query(collection, embedding, fetch) if hit.chunk_id in wanted][:k]
         return [
             Hit(chunk_id, str(meta["doc_key"]), 1.0 - float(distance), text or "", dict(meta))
             for chunk_id, text, meta, distance in zip(
@@ -226,6 +309,7 @@ class VectorStore:
             )
         ]
 
+    @_guarded
     def rank_among(self, user: str, embedding: np.ndarray, chunk_ids: Sequence[str], k: int) -> list[Hit]:
         """Like :meth:`query` restricted to ``chunk_ids``, by exact cosine over their stored vectors:
         faster for a few hundred chunks, where an HNSW search that may visit only those few
@@ -247,6 +331,7 @@ class VectorStore:
             for i in best
         ]
 
+    @_guarded
     def get_chunks(self, user: str, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
         """The stored chunks among ``chunk_ids``, in the order asked (missing ones left out)."""
         collection = self._collection(user, create=False)
@@ -259,6 +344,7 @@ class VectorStore:
         }
         return [found[i] for i in chunk_ids if i in found]
 
+    @_guarded
     def embeddings(self, user: str, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of the chunks among ``chunk_ids`` that exist, by chunk id."""
         collection = self._collection(user, create=False)
@@ -270,11 +356,13 @@ class VectorStore:
             for chunk_id, vector in zip(result["ids"], result["embeddings"], strict=True)
         }
 
+    @_guarded
     def count(self, user: str) -> int:
         """Chunks stored for ``user``."""
         collection = self._collection(user, create=False)
         return collection.count() if collection else 0
 
+    @_guarded
     def doc_keys(self, user: str) -> dict[str, str]:
         """Every indexed document of ``user`` with its indexed version, for reconciliation.
 
