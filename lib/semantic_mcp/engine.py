@@ -14,7 +14,6 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .accounts import AccountDirectory, DataHolder
@@ -32,11 +31,12 @@ from .search import rerank
 from .search.assistant import NextcloudAssistant
 from .search.retrieval import Fusion, HybridRetriever
 from .search.sampling import SamplingGate
-from .search.service import SearchService, iso
+from .search.service import SearchService
 from .search.verify import Verifier
 from .sources import make_sources
 from .sources.base import Source, SourceOptions
 from .store import VectorStore
+from .sync_status import WebhookHealth, sync_status
 
 log = logging.getLogger(__name__)
 
@@ -368,63 +368,11 @@ class Engine:
         self.state.close()
 
     def status(self, user: str) -> dict[str, Any]:
-        state = self.state.status(user)
-        settings = self.settings()
-        per_type = state["per_type"]
-        sources = {
-            doc_type: {
-                "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
-                **{n: per_type.get(doc_type, {}).get(n, 0) for n in ("indexed", "pending", "failed", "skipped")},
-                **({"waiting_for_ocr": per_type.get(doc_type, {}).get("waiting_for_ocr", 0)} if doc_type == "file" else {}),
-                "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
-            }
-            for doc_type in DOC_TYPES
-        }
-        health = self.health.snapshot()
-        return {
-            "user": user,
-            "enabled": self.is_user_enabled(user),
-            "nextcloud": {
-                **health,
-                "unreachable_since": iso(health["unreachable_since"]),
-                "last_success": iso(health["last_success"]),
-            },
-            "webhooks": self.webhooks.as_dict(),
-            "sources": sources,
-            "last_event": iso(state["last_event"]),
-            "failures": [
-                {"id": f"{d['doc_type']}:{d['source_id']}", "reason": d["reason"], "attempts": d["attempts"]}
-                for d in state["dead_letters"]
-            ],
-            "skipped_examples": [
-                {"id": f"{d['doc_type']}:{d['source_id']}", "reason": d["reason"]} for d in state["skipped"]
-            ],
-            "embedding_model": self._embedder.model_id if self._embedder else settings.embedding_backend,
-            "vector_store": f"chroma server {self.deployment.chroma_host}" if self.deployment.chroma_host else "embedded chroma",
-            "initial_indexing_progress": self.backfill_progress,
-            "sampling": {name: gate.status(user) for name, gate in self.gates.items()},
-            "local_reranking": self.search.reranker.status() if self.search.reranker else {"enabled": False},
-            # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
-            # callers' own; shared ones that could not be re-checked were withheld.
-            "verification": dict(self.verifier.metrics),
-        }
+        """What the sync-status tool reports to ``user`` (sync_status.py)."""
+        return sync_status(self, user)
 
 
 MISSING_WEBHOOKS_INTERVAL = 60.0
-
-
-@dataclass
-class WebhookHealth:
-    """What the last check of our webhook registrations found (the shell checks; the engine reports)."""
-
-    checked_at: float | None = None
-    registered: int = 0
-    missing: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"checked_at": iso(self.checked_at), "registered": self.registered,
-                "missing": list(self.missing), "error": self.error}
 
 
 async def _supervised(name: str, loop: Callable[[], Awaitable[None]]) -> None:

@@ -1,0 +1,70 @@
+"""The sync status a user sees (the ``nc_get_vector_sync_status`` tool): what is indexed, pending or failed per
+source, Nextcloud's and the webhooks' health, and which model, store and re-ranking serve the searches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .documents import DOC_TYPES
+from .search.service import iso
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+def sync_status(engine: Engine, user: str) -> dict[str, Any]:
+    state = engine.state.status(user)
+    settings = engine.settings()
+    per_type = state["per_type"]
+    sources = {
+        doc_type: {
+            "enabled_by_admin": settings.source_enabled(doc_type),  # type: ignore[arg-type]
+            **{n: per_type.get(doc_type, {}).get(n, 0) for n in ("indexed", "pending", "failed", "skipped")},
+            **({"waiting_for_ocr": per_type.get(doc_type, {}).get("waiting_for_ocr", 0)} if doc_type == "file" else {}),
+            "last_reconciliation": iso(per_type.get(doc_type, {}).get("last_reconciliation")),
+        }
+        for doc_type in DOC_TYPES
+    }
+    health = engine.health.snapshot()
+    return {
+        "user": user,
+        "enabled": engine.is_user_enabled(user),
+        "nextcloud": {
+            **health,
+            "unreachable_since": iso(health["unreachable_since"]),
+            "last_success": iso(health["last_success"]),
+        },
+        "webhooks": engine.webhooks.as_dict(),
+        "sources": sources,
+        "last_event": iso(state["last_event"]),
+        "failures": [
+            {"id": f"{d['doc_type']}:{d['source_id']}", "reason": d["reason"], "attempts": d["attempts"]}
+            for d in state["dead_letters"]
+        ],
+        "skipped_examples": [
+            {"id": f"{d['doc_type']}:{d['source_id']}", "reason": d["reason"]} for d in state["skipped"]
+        ],
+        "embedding_model": engine._embedder.model_id if engine._embedder else settings.embedding_backend,
+        "vector_store": f"chroma server {engine.deployment.chroma_host}" if engine.deployment.chroma_host else "embedded chroma",
+        "initial_indexing_progress": engine.backfill_progress,
+        "sampling": {name: gate.status(user) for name, gate in engine.gates.items()},
+        "local_reranking": engine.search.reranker.status() if engine.search.reranker else {"enabled": False},
+        # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
+        # callers' own; shared ones that could not be re-checked were withheld.
+        "verification": dict(engine.verifier.metrics),
+    }
+
+
+@dataclass
+class WebhookHealth:
+    """What the last check of our webhook registrations found (the shell checks; the engine reports)."""
+
+    checked_at: float | None = None
+    registered: int = 0
+    missing: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"checked_at": iso(self.checked_at), "registered": self.registered,
+                "missing": list(self.missing), "error": self.error}
