@@ -10,7 +10,8 @@ only the first run pays for them (bench/RESULTS.md has the times).
 
 Prints, as markdown, nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 of each leg and the
 default hybrid per set, its exact-token probes (:func:`probes`), and for each set the fusion setting
-of ``GRID`` chosen on the *other* sets (:func:`choose`) with its score on this one; then the grid.
+of ``GRID`` chosen on the *other* sets (:func:`choose`) with its score on this one, the same over each family
+(the adaptive one, and with each extension of ``PLAIN_RULES``); then the grid.
 
     PYTHONPATH=lib python bench/retrieval_quality.py [--embedder minilm] [--sets msmarco arcd ...]
 """
@@ -229,20 +230,61 @@ class Setting:
     rrf: bool = False
     token_weight: float | None = None  # ``Calibration.token_weight``: the keyword weight and exact bonus for
     # queries that show a code, number or name (search/tokens.py); the others get ``keyword_weight`` and no bonus
+    plain_rule: str | None = None  # a name of ``PLAIN_RULES``: the plain-query weight x what the candidates show
 
     def apply(self, retriever: HybridRetriever, base: Calibration) -> None:
         calibration = UNCALIBRATED if self.relative else replace(
             base, keyword_weight=self.keyword_weight, exact_bonus=self.exact_bonus, token_weight=self.token_weight)
         retriever.calibration = lambda: calibration  # type: ignore[method-assign]
         retriever.fusion = Fusion.rrf() if self.rrf else Fusion()
+        retriever.__dict__.pop("_mix", None)
+        if self.plain_rule:
+            retriever._mix = _scaled_mix(retriever, PLAIN_RULES[self.plain_rule])  # type: ignore[method-assign]
+
+
+def separation(coverage: Sequence[float]) -> float:
+    """How far the best candidate's keyword coverage stands above the median candidate's, as a share of the
+    best: keyword evidence that separates the candidates is worth its weight, evidence every candidate
+    shares (common words of a plain question) is not."""
+    best = max(coverage, default=0.0)
+    return (best - float(np.median(coverage))) / best if best > 0 else 0.0
+
+
+def gate(coverage: Sequence[float]) -> float:
+    """No keyword weight when no candidate holds half the query's term weight: the keyword evidence is then
+    only a partial overlap of words, which the dense leg already sees."""
+    return 1.0 if max(coverage, default=0.0) >= 0.5 else 0.0
+
+
+# The two extensions tried (both, and only these, are reported in bench/RESULTS.md): for plain queries
+# only (no code, number or name), the keyword weight times what the candidates' coverage shows.
+PLAIN_RULES = {"separation": separation, "gate": gate}
+
+
+def _scaled_mix(retriever: HybridRetriever, rule):
+    """``retriever._mix`` with a plain query's keyword weight scaled by ``rule`` of its candidates' coverage
+    (computed by the production ``_mix`` itself, memoised: a second pass re-fuses with the scaled weight)."""
+    mix = type(retriever)._mix.__get__(retriever)
+
+    def scaled(user, vector, dense_cos, bm25, keyword_query, mode, calibration, across=frozenset()):
+        result = mix(user, vector, dense_cos, bm25, keyword_query, mode, calibration, across)
+        if calibration.exact_bonus or not result[2]:  # a token-showing query (search/tokens.py), or no keyword leg
+            return result
+        weight = calibration.keyword_weight * rule([result[2].get(c, 0.0) for c in dense_cos])
+        return mix(user, vector, dense_cos, bm25, keyword_query, mode, replace(calibration, keyword_weight=weight), across)
+    return scaled
 
 
 # The adaptive family (issue 17): a keyword weight for token-showing queries, none or a small one for the others
 # ("small": at most the 0.04 validated before on MS MARCO and ARCD, ADR 0250).
 ADAPTIVE = [Setting(f"adaptive: w {w} plain, {n} + e 0.04 named", w, 0.04, token_weight=n)
             for w in (0.0, 0.01, 0.02, 0.03, 0.04) for n in (0.04, 0.06, 0.1, 0.15)]
+# The extensions (issue 17): the plain weight scaled by ``PLAIN_RULES``, each chosen with the adaptive family.
+EXTENSIONS = {rule: [Setting(f"{rule}: w {w} plain, {n} + e 0.04 named", w, 0.04, token_weight=n, plain_rule=rule)
+                     for w in (0.04, 0.06, 0.1) for n in (0.04, 0.06, 0.1, 0.15)] for rule in PLAIN_RULES}
 GRID = [Setting(f"w {w}, e {e}", w, e) for w in (0.0, 0.01, 0.02, 0.04, 0.06, 0.1, 0.15, 0.2) for e in (0.0, 0.04, 0.1)] + [
-    Setting("relative mix", relative=True), Setting("RRF", rrf=True)] + ADAPTIVE
+    Setting("relative mix", relative=True), Setting("RRF", rrf=True)] + ADAPTIVE + [
+    s for family in EXTENSIONS.values() for s in family]
 # A setting may trade judged nDCG for exact tokens only so far: on every set it picks from, its probe
 # nDCG@10 stays within this of the best setting's there (codes and names must keep being found).
 PROBE_SLACK = 0.02
@@ -300,15 +342,18 @@ def main() -> None:
             f"{leg[m][0]:.3f} / {leg[m][1]:.3f}" for m in ("keyword", "dense")) +
             f" | **{leg['hybrid'][0]:.3f} / {leg['hybrid'][1]:.3f}** | – | {leg['probe dense'][0]:.3f} / "
             f"{leg['probe'][0]:.3f} | {pick} | {held:.3f} | {'yes' if others and gains[pick][d.name] >= -1e-9 else 'no'} |")
+    families = {"whole grid": None, "adaptive family": adaptive}
+    for rule, family in EXTENSIONS.items():
+        families |= {f"adaptive + {rule}": adaptive + [s.label for s in family], f"{rule} alone": [s.label for s in family]}
     print("\n(Chosen among the adaptive family.) Leave-one-set-out over the whole grid (fixed weights, relative "
-          "mix, RRF and the adaptive family), and over the adaptive family: the pick and its gain over dense.\n")
-    print("| Set left out | whole grid: pick | gain | adaptive family: pick | gain |\n|---|---|---|---|---|")
+          "mix, RRF, the adaptive family and its extensions), over the adaptive family, and over the adaptive family "
+          "with each extension (`PLAIN_RULES`), and each extension alone: the pick and its gain over dense.\n")
+    print("| Set left out | " + " | ".join(f"{f}: pick | gain" for f in families) + " |\n" + "|---" * (2 * len(families) + 1) + "|")
     for n in names:
         others = [o for o in names if o != n]
-        picks = [choose(gains, probe, others, among) for among in (None, adaptive)] if others else []
+        picks = [choose(gains, probe, others, among) for among in families.values()] if others else []
         print(f"| {n} | " + " | ".join(f"{pick} | {gains[pick][n]:+.3f}" for pick in picks) + " |")
-    print(f"\nChosen on all sets: {choose(gains, probe, names)}; in the adaptive family: "
-          f"{choose(gains, probe, names, adaptive)}.\n")
+    print("\nChosen on all sets: " + "; ".join(f"{f}: {choose(gains, probe, names, among)}" for f, among in families.items()) + ".\n")
     print("Grid: nDCG@10 gain over the dense leg (probe nDCG@10 in brackets).\n")
     print("| Setting | " + " | ".join(names) + " | min |\n" + "|---" * (len(names) + 2) + "|")
     for label, gain in gains.items():
