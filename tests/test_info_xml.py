@@ -108,6 +108,7 @@ def test_the_environment_info_xml_deploys_is_accepted() -> None:
     ("APP_LOG_LEVEL", "Array", "AppAPI before Nextcloud 35"),
     ("NEXTCLOUD_AI_RECHECK_SECONDS", "soon", "not a number of seconds"),
     ("CHROMA_MEMORY_MB", "-1", "not a whole number"),
+    ("RETRY_SECONDS", "-2", "not a number of seconds"),
 ])
 def test_a_value_that_cannot_be_what_it_names_is_a_start_up_error_naming_it(name: str, value: str, why: str) -> None:
     with pytest.raises(DeploymentError, match=why) as refused:

@@ -48,6 +48,8 @@ class Deployment:
     nextcloud_ai_recheck_seconds: float = 300.0
     # RECHECK_TIMEOUT_SECONDS: how long a search waits for Nextcloud to re-check its hits (ADR 0010)
     recheck_timeout_seconds: float = 1.5
+    # RETRY_SECONDS: wait before an item that failed is tried again, doubled at each attempt (5 in all)
+    retry_seconds: float = 2.0
     clock: Clock = field(default_factory=Clock)  # APP_CLOCK_SHIFT_SECONDS: tests only (see clock.py)
     # Every document parser runs in worker processes (ADR 0510): PARSER_WORKERS of them, each killed
     # after PARSER_TIMEOUT_SECONDS on one document or when it needs more than PARSER_MEMORY_MB.
@@ -80,6 +82,7 @@ class Deployment:
             nextcloud_ai_recheck_seconds=_seconds("NEXTCLOUD_AI_RECHECK_SECONDS",
                                                   value("NEXTCLOUD_AI_RECHECK_SECONDS") or "300"),
             recheck_timeout_seconds=_seconds("RECHECK_TIMEOUT_SECONDS", value("RECHECK_TIMEOUT_SECONDS") or "1.5"),
+            retry_seconds=_seconds("RETRY_SECONDS", value("RETRY_SECONDS") or "2"),
             clock=Clock.from_env(env),
             parser_bounds={
                 "size": _count("PARSER_WORKERS", value("PARSER_WORKERS") or "2"),

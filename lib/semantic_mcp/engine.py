@@ -78,7 +78,8 @@ class Engine:
         recheck = deployment.nextcloud_ai_recheck_seconds
         self.assistant = NextcloudAssistant(nc, no_provider_ttl=recheck, provider_ttl=recheck)
         self.pipeline = Pipeline(
-            self.state, self.sources, nc, _Current(self.store), self.keyword, self.embedder, self.is_user_enabled
+            self.state, self.sources, nc, _Current(self.store), self.keyword, self.embedder, self.is_user_enabled,
+            backoff_seconds=deployment.retry_seconds,
         )
         self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
         self.accounts.holders.append(DataHolder(self.state.users_with_data, self.purge_user))

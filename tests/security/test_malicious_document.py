@@ -30,7 +30,9 @@ HEARTBEAT_BOUND, SEARCH_BOUND = 5.0, 20.0  # seconds; generous for a loaded 2-co
 
 
 def hostile_stack(path: Path) -> Stack:
-    env = {"PARSER_TIMEOUT_SECONDS": str(TIMEOUT), "PARSER_MEMORY_MB": str(MEMORY_MB), "PARSER_WORKERS": "2"}
+    # RETRY_SECONDS: five attempts at 2, 4, 8 and 16 s cost half a minute of waiting that tests nothing.
+    env = {"PARSER_TIMEOUT_SECONDS": str(TIMEOUT), "PARSER_MEMORY_MB": str(MEMORY_MB), "PARSER_WORKERS": "2",
+           "RETRY_SECONDS": "0.25"}
     return Stack(path, profile="minimal", env=env).start()
 
 

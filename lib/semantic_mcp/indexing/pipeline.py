@@ -130,7 +130,6 @@ class Pipeline:
     """Drains the queue. One instance per process; ``run`` loops until cancelled."""
 
     max_attempts = 5
-    backoff_seconds = 2.0
 
     def __init__(
         self,
@@ -143,6 +142,7 @@ class Pipeline:
         is_user_enabled: Callable[[str], bool],
         *,
         batch_size: int = 8,
+        backoff_seconds: float = 2.0,
     ) -> None:
         self.state = state
         self._sources = sources
@@ -152,6 +152,7 @@ class Pipeline:
         self._embedder = embedder
         self._is_user_enabled = is_user_enabled
         self.batch_size = batch_size
+        self.backoff_seconds = backoff_seconds  # before the second attempt, doubled at each one after
         self.stats = PipelineStats()
         self._wake = {"main": asyncio.Event(), "ocr": asyncio.Event()}
 
