@@ -163,27 +163,53 @@ def test_embedded_chromas_write_log_is_indexed_by_collection(store: VectorStore,
     assert [h.chunk_id for h in reopened.query("alice", vec(3), 1)] == ["calendar_event:cal/3#0"]
 
 
+def saved_in_index_files(chroma: Path) -> int:
+    """How many vectors Chroma has saved to its index files, over every collection (one int32 each
+    in length.bin; an index's first file is written with room for 100)."""
+    return sum(path.stat().st_size // 4 for path in chroma.glob("*/length.bin"))
+
+
+def test_each_collection_saves_its_vector_index_every_100_writes(tmp_path: Path) -> None:
+    """ADR 0562: what is not saved is replayed by the next process's first search. A collection
+    made before (with Chroma's 1,000) is switched to 100 when the store opens it."""
+    import chromadb
+
+    rng = np.random.default_rng(5)
+    records = [record(f"note:{i}", 0) for i in range(320)]
+    store = VectorStore.embedded(tmp_path / "new", "test-model", DIM)
+    older = chromadb.PersistentClient(path=str(tmp_path / "old"), settings=chromadb.Settings(anonymized_telemetry=False))
+    older.create_collection(store.collection_name("alice"), configuration={"hnsw": {"space": "cosine"}},
+                            metadata={"model_id": "test-model", "dim": DIM}, embedding_function=None)
+    for path in ("new", "old"):
+        opened = VectorStore.embedded(tmp_path / path, "test-model", DIM)
+        vectors = rng.standard_normal((len(records), DIM)).astype(np.float32)
+        for first in range(0, len(records), 8):  # as the pipeline writes: a batch of items at a time
+            opened.upsert("alice", records[first:first + 8], vectors[first:first + 8])
+        assert saved_in_index_files(tmp_path / path) >= 200, path  # Chroma's own threshold saves none
+        assert [h.chunk_id for h in opened.query("alice", vectors[317], 1)] == ["note:317#0"]  # unsaved: found
+
+
 def test_past_its_memory_limit_the_store_reopens_chroma_and_keeps_every_write(tmp_path: Path) -> None:
     """The memory bound (ADR 0561): once the collections opened take more than ``memory_limit``
     (estimated), embedded Chroma is closed (freeing their indexes) and opened again; each collection reloads on
     its next use with the writes Chroma had not yet saved to its index files (under its sync
-    threshold, 1,000: here the last 100 of each user), which an index evicted by Chroma's own
+    threshold, 100 (ADR 0562): here the last 50 of each user), which an index evicted by Chroma's own
     cache would come back without."""
     # Room for about one user's 1,100 chunks: each user's writes and searches go past it.
     s = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM, memory_limit=COLLECTION_BYTES + 1500 * CHUNK_BYTES)
     rng = np.random.default_rng(3)
     users = [f"user{n}" for n in range(4)]
-    vectors = {user: rng.standard_normal((1100, DIM)).astype(np.float32) for user in users}
-    records = [record(f"note:{i}", 0) for i in range(1100)]
+    vectors = {user: rng.standard_normal((1050, DIM)).astype(np.float32) for user in users}
+    records = [record(f"note:{i}", 0) for i in range(1050)]
     for user in users:
         s.upsert(user, records[:1000], vectors[user][:1000])  # saved to the index files by Chroma
         s.upsert(user, records[1000:], vectors[user][1000:])  # only in Chroma's write log
     written = s.reopened
     for _ in range(2):
         for user in users:
-            for i in (5, 1050):
+            for i in (5, 1030):
                 assert s.query(user, vectors[user][i], 1)[0].chunk_id == f"note:{i}#0"
-            assert s.count(user) == 1100
+            assert s.count(user) == 1050
     assert written >= 2 and s.reopened > written  # reopened while writing and while searching
     unbounded = VectorStore.embedded(tmp_path / "other", "test-model", DIM)
     unbounded.upsert("alice", records, vectors["user0"])

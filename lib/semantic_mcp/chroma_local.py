@@ -11,7 +11,7 @@ def index_write_log(sqlite_path: str) -> None:
     """Index embedded Chroma's write log by collection (docs/adr/0560).
 
     Chroma keeps each collection's writes since its vector index was last saved (up to
-    ``sync_threshold``, 1,000, per collection) in one ``embeddings_queue`` table, and a collection's
+    ``sync_threshold`` per collection: 100 here, ADR 0562) in one ``embeddings_queue`` table, and a collection's
     first query after start-up reads its share of it with no index on the collection: a scan of every
     collection's tail. With 1,000 users that was 160k rows and 400-700 ms for each user's first search
     whatever the user's size; with this index 40-140 ms (bench/RESULTS-scale.md). Chroma's own

@@ -38,6 +38,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 Metadata = dict[str, MetadataValue]
 
 
+# Save a collection's vector index every 100 writes, not Chroma's 1,000 (ADR 0562): what is not
+# saved is replayed into the index by the next process's first search (most of its cost), and
+# writing was faster, not slower, measured at 400 to 16,000 chunks a collection.
+SAVE_INDEX = {"sync_threshold": 100, "batch_size": 100}
+
+
 def _settings() -> chromadb.Settings:
     """Fresh settings per client: Chroma's client constructors modify the object they are given."""
     return chromadb.Settings(anonymized_telemetry=False)
@@ -196,7 +202,7 @@ class VectorStore:
         if create:
             collection = self.client.get_or_create_collection(
                 name,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": {"space": "cosine", **SAVE_INDEX}},
                 metadata={"model_id": self.model_id, "dim": self.dim},
                 embedding_function=None,
             )
@@ -211,6 +217,8 @@ class VectorStore:
                 f"collection {name} holds {meta.get('model_id')} vectors of dimension {meta.get('dim')}, "
                 f"but the embedder is {self.model_id} with dimension {self.dim}"
             )
+        if (collection.configuration.get("hnsw") or {}).get("sync_threshold", 0) > SAVE_INDEX["sync_threshold"]:
+            collection.modify(configuration={"hnsw": SAVE_INDEX})  # made before ADR 0562: saved from now on
         self._collections[name] = collection
         if self._memory_limit:
             self._held(COLLECTION_BYTES + CHUNK_BYTES * collection.count())
