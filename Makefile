@@ -98,6 +98,7 @@ bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/search_latency.py
 	PYTHONPATH=lib:. $(PY) bench/skeleton_noise.py
 	PYTHONPATH=lib:. $(PY) bench/org_scale.py
+	PYTHONPATH=lib:. $(PY) bench/index_saving.py
 	PYTHONPATH=lib:tests $(PY) bench/formats_quality.py
 
 # Concurrent searches through a real Nextcloud's AppAPI proxy (the real tier's instance).
