@@ -40,10 +40,11 @@ def _records(user: str, n: int) -> list:
 
 
 def _open(path: Path, threshold: int):  # noqa: ANN202
-    import semantic_mcp.store as store
+    import semantic_mcp.chroma_local as chroma_local
+    from semantic_mcp.store import VectorStore
 
-    store.SAVE_INDEX = {"sync_threshold": threshold, "batch_size": min(100, threshold)}
-    return store.VectorStore.embedded(path, MODEL, DIM)
+    chroma_local.SAVE_INDEX = {"sync_threshold": threshold, "batch_size": min(100, threshold)}
+    return VectorStore.embedded(path, MODEL, DIM)
 
 
 def build(path: Path, threshold: int, counts: list[int]) -> dict[str, float]:

@@ -29,6 +29,7 @@ from chromadb.api import ClientAPI
 from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError, NotFoundError
 
+from . import chroma_local
 from .chroma_local import index_write_log, return_freed_memory
 
 log = logging.getLogger(__name__)
@@ -36,12 +37,6 @@ log = logging.getLogger(__name__)
 MetadataValue = str | int | float | bool
 F = TypeVar("F", bound=Callable[..., Any])
 Metadata = dict[str, MetadataValue]
-
-
-# Save a collection's vector index every 100 writes, not Chroma's 1,000 (ADR 0562): what is not
-# saved is replayed into the index by the next process's first search (most of its cost), and
-# writing was faster, not slower, measured at 400 to 16,000 chunks a collection.
-SAVE_INDEX = {"sync_threshold": 100, "batch_size": 100}
 
 
 def _settings() -> chromadb.Settings:
@@ -202,7 +197,7 @@ class VectorStore:
         if create:
             collection = self.client.get_or_create_collection(
                 name,
-                configuration={"hnsw": {"space": "cosine", **SAVE_INDEX}},
+                configuration={"hnsw": {"space": "cosine", **chroma_local.SAVE_INDEX}},
                 metadata={"model_id": self.model_id, "dim": self.dim},
                 embedding_function=None,
             )
@@ -217,8 +212,7 @@ class VectorStore:
                 f"collection {name} holds {meta.get('model_id')} vectors of dimension {meta.get('dim')}, "
                 f"but the embedder is {self.model_id} with dimension {self.dim}"
             )
-        if (collection.configuration.get("hnsw") or {}).get("sync_threshold", 0) > SAVE_INDEX["sync_threshold"]:
-            collection.modify(configuration={"hnsw": SAVE_INDEX})  # made before ADR 0562: saved from now on
+        chroma_local.save_index_often(collection)
         self._collections[name] = collection
         if self._memory_limit:
             self._held(COLLECTION_BYTES + CHUNK_BYTES * collection.count())
