@@ -73,10 +73,6 @@ def search(path: Path, threshold: int, users: int) -> dict[str, list[float]]:
     return {"first": first, "second": second}
 
 
-def _pct(values: list[float], q: float) -> float:
-    return sorted(values)[min(len(values) - 1, int(q * len(values)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=150)
@@ -84,6 +80,7 @@ def main() -> None:
     parser.add_argument("--thresholds", default="1000,100", help="Chroma sync_threshold values, one run each")
     args = parser.parse_args()
     from org_scale import item_counts
+    from search_latency import pct
 
     counts = item_counts(args.users, args.chunks)
     print(f"{args.users} users, {sum(counts):,} chunks (largest {max(counts):,}, median {sorted(counts)[len(counts) // 2]}), "
@@ -98,8 +95,8 @@ def main() -> None:
             disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
         first, second = timed["first"], timed["second"]
         print(f"saved every {threshold:>4} writes: written at {built['rate']:.0f} chunks/s ({built['wall']:.0f} s, "
-              f"{built['cpu']:.0f} CPU s); first search p50 {_pct(first, .5):.1f} / p95 {_pct(first, .95):.1f} / "
-              f"max {max(first):.1f} ms; second p50 {_pct(second, .5):.1f} / p95 {_pct(second, .95):.1f} ms; "
+              f"{built['cpu']:.0f} CPU s); first search p50 {pct(first, 50):.1f} / p95 {pct(first, 95):.1f} / "
+              f"max {max(first):.1f} ms; second p50 {pct(second, 50):.1f} / p95 {pct(second, 95):.1f} ms; "
               f"disk {disk:.0f} MB; load {os.getloadavg()[0]:.1f}", flush=True)
 
 

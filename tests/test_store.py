@@ -176,9 +176,9 @@ def test_each_collection_saves_its_vector_index_every_100_writes(tmp_path: Path)
 
     rng = np.random.default_rng(5)
     records = [record(f"note:{i}", 0) for i in range(320)]
-    store = VectorStore.embedded(tmp_path / "new", "test-model", DIM)
     older = chromadb.PersistentClient(path=str(tmp_path / "old"), settings=chromadb.Settings(anonymized_telemetry=False))
-    older.create_collection(store.collection_name("alice"), configuration={"hnsw": {"space": "cosine"}},
+    name = VectorStore.embedded(tmp_path / "old", "test-model", DIM).collection_name("alice")
+    older.create_collection(name, configuration={"hnsw": {"space": "cosine"}},
                             metadata={"model_id": "test-model", "dim": DIM}, embedding_function=None)
     for path in ("new", "old"):
         opened = VectorStore.embedded(tmp_path / path, "test-model", DIM)

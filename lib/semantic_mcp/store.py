@@ -30,7 +30,6 @@ from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError, NotFoundError
 
 from . import chroma_local
-from .chroma_local import index_write_log, return_freed_memory
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +136,7 @@ class VectorStore:
             return chromadb.PersistentClient(path=str(path), settings=_settings())
 
         client = connect()
-        index_write_log(os.path.join(path, "chroma.sqlite3"))
+        chroma_local.index_write_log(os.path.join(path, "chroma.sqlite3"))
         return cls(client, model_id, dim, reopen=connect, memory_limit=memory_limit)
 
     @contextmanager
@@ -170,7 +169,7 @@ class VectorStore:
                  self._held_bytes // 10**6, self._memory_limit // 10**6)
         self._collections.clear()
         self.client.close()  # the last reference to Chroma's own client: its indexes are freed
-        return_freed_memory()
+        chroma_local.return_freed_memory()
         self.client = self._reopen()
         self._held_bytes = 0
         self.reopened += 1
