@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import hashlib
 import json
 import logging
@@ -299,6 +300,8 @@ async def _remove_webhooks(nc: AsyncNextcloudApp) -> None:
 
 
 def main() -> None:
+    # A crash in native code (Chroma, ONNX Runtime, a parser) otherwise leaves nothing in the container's log.
+    faulthandler.enable()
     try:
         app = create_app()
     except DeploymentError as exc:  # a deploy option the admin must fix (the secret too): say which, no traceback

@@ -72,3 +72,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         raise pytest.UsageError(f"{metafunc.definition.nodeid} is clock_sensitive but uses no clock: "
                                 "take dated_stack, or clock_start (fake_nc does)")
+
+
+TIERS = ("harp", "real")  # the directories whose tests need a Nextcloud of their own (PHP, Docker)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``make test`` runs two xdist workers with ``--dist loadgroup``: each tier is one group, so the
+    fast tier runs on one worker (its session stacks built once) while the other runs the HaRP and
+    the real tier one after the other (each tier's tests in order, as they are written)."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        parts = Path(str(item.fspath)).resolve().relative_to(here).parts
+        item.add_marker(pytest.mark.xdist_group(parts[0] if parts[0] in TIERS else "fast"))

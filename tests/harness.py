@@ -92,8 +92,20 @@ class McpHarness:
             yield client
 
     async def call(self, user: str, tool: str, args: dict[str, Any] | None = None, **client_options: Any) -> Any:
-        async with self.client(user, **client_options) as client:
-            return await client.call_tool(tool, args or {})
+        try:
+            async with self.client(user, **client_options) as client:
+                return await client.call_tool(tool, args or {})
+        except Exception as exc:
+            self.raise_if_app_died(exc)
+            raise
+
+    def raise_if_app_died(self, cause: BaseException) -> None:
+        """A call that failed because the app's process is gone says so, with how it ended and its log's end
+        (the client itself only sees the proxy's error response)."""
+        process = self.exapp.process if self.exapp else None
+        if process is not None and process.poll() is not None:
+            tail = "\n".join(self.log().splitlines()[-30:])
+            raise RuntimeError(f"the app's process ended with {process.returncode}; its log ends:\n{tail}") from cause
 
     async def search(self, user: str, query: str, **args: Any) -> dict[str, Any]:
         result = await self.call(user, "nc_semantic_search", {"query": query, "use_query_analysis": False, **args})
