@@ -44,11 +44,11 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-rerank.txt
 
 venv: $(STAMP)
 
-# Two workers: the fast tier on one, the HaRP and real tiers on the other (tests/conftest.py groups them);
+# Two workers: the fast tier on one, the HaRP and real tiers on the other (tests/conftest.py schedules them);
 # the Nextcloud tiers mostly wait on PHP and Docker, so the two share 2 cores well.
 TEST_WORKERS ?= 2
 test: $(STAMP) browser ocr-tools harp-tools real-nextcloud
-	PYTHONPATH=lib:. $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	PYTHONPATH=lib:. $(PY) -m pytest -n $(TEST_WORKERS)
 
 # Installs PHP from Debian's packages if missing (CI runs as root); ~1 min the first time, then reused.
 real-nextcloud:

@@ -77,11 +77,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 TIERS = ("harp", "real")  # the directories whose tests need a Nextcloud of their own (PHP, Docker)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``make test`` runs two xdist workers with ``--dist loadgroup``: each tier is one group, so the
-    fast tier runs on one worker (its session stacks built once) while the other runs the HaRP and
-    the real tier one after the other (each tier's tests in order, as they are written)."""
-    here = Path(__file__).resolve().parent
-    for item in items:
-        parts = Path(str(item.fspath)).resolve().relative_to(here).parts
-        item.add_marker(pytest.mark.xdist_group(parts[0] if parts[0] in TIERS else "fast"))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``make test`` runs two xdist workers, each tier whole on one of them: the fast tier on one (its
+    session stacks built once), the HaRP and the real tier one after the other on the other (each
+    tier's tests in order, as they are written; each tier's Nextcloud once). By path, as pytest 9's
+    node ids no longer take xdist's ``loadgroup`` suffix."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TierScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            parts = nodeid.split("/")
+            return parts[1] if len(parts) > 2 and parts[1] in TIERS else "fast"
+
+    return TierScheduling(config, log)
