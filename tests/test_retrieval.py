@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from semantic_mcp.documents import SourceDocument
@@ -181,6 +183,31 @@ async def test_one_result_per_document_and_user_isolation(retriever: HybridRetri
 
 def test_sync_entry_point(retriever: HybridRetriever) -> None:
     assert keys(retriever.search_sync("alice", "budget electricity bill", 1)) == ["deck_card:7"]
+
+
+def test_the_keyword_leg_runs_beside_the_dense_leg(retriever: HybridRetriever) -> None:
+    """The dense leg's vector query here waits until the keyword leg has started: run one after the
+    other, dense first, the search would stop at that wait (ADR 0563)."""
+    keyword_started = threading.Event()
+
+    class WatchedKeyword:
+        def __getattr__(self, name: str) -> object:
+            return getattr(retriever.keyword, name)
+
+        def search(self, *args: object) -> list[tuple[str, float]]:
+            keyword_started.set()
+            return retriever.keyword.search(*args)
+
+    class WaitingStore:
+        def __getattr__(self, name: str) -> object:
+            return getattr(retriever.store, name)
+
+        def query(self, *args: object, **kwargs: object) -> list:
+            assert keyword_started.wait(10), "the keyword leg did not start before the dense leg finished"
+            return retriever.store.query(*args, **kwargs)
+
+    watched = HybridRetriever(WaitingStore(), WatchedKeyword(), retriever.embedder)  # type: ignore[arg-type]
+    assert keys(watched.search_sync("alice", "budget electricity bill", 1)) == ["deck_card:7"]
 
 
 # Shaped like the demo seed (fake_nextcloud/seed.py): a recipe, Deck cards whose "To do" stack and

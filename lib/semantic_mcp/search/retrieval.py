@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -125,6 +126,9 @@ class HybridRetriever:
         self.fusion = fusion or Fusion()
         self.filtered = filtered or FilteredDense()
         self.noise = NoiseFloor(embedder)
+        # The keyword leg runs beside the dense one (SQLite and Chroma release the GIL): one search
+        # then takes the slower leg's time, not both (ADR 0563). Its index takes one reader at a time.
+        self._keyword_leg = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-leg")
 
     def calibration(self) -> Calibration:
         """The score calibration of the current embedding model (an admin may switch models at run time)."""
@@ -236,6 +240,9 @@ class HybridRetriever:
         dense_cos: dict[str, float] = {}  # chunk_id -> cosine with the query
         keyword_hits: list[tuple[str, float]] = []  # (chunk_id, BM25), best first
         vector = None
+        keyword_leg: Future[list[tuple[str, float]]] | None = None
+        if mode == "hybrid":
+            keyword_leg = self._keyword_leg.submit(self.keyword.search, user, keyword_query or query, depth, filters)
 
         if mode in ("hybrid", "dense"):
             vector = self.embedder.embed_query(query)
@@ -247,7 +254,8 @@ class HybridRetriever:
                     doc_of[hit.chunk_id] = hit.doc_key
                     records[hit.chunk_id] = ChunkRecord(hit.chunk_id, hit.doc_key, hit.text, hit.metadata)
         if mode in ("hybrid", "keyword"):
-            keyword_hits = self.keyword.search(user, keyword_query or query, depth, filters)
+            keyword_hits = (keyword_leg.result() if keyword_leg is not None
+                            else self.keyword.search(user, keyword_query or query, depth, filters))
             for chunk_id, _ in keyword_hits:
                 doc_of.setdefault(chunk_id, chunk_id.rsplit("#", 1)[0])
 
