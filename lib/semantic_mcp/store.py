@@ -113,8 +113,9 @@ class VectorStore:
     """
 
     def __init__(self, client: ClientAPI, model_id: str, dim: int,
-                 reopen: Callable[[], ClientAPI] | None = None, memory_limit: int = 0) -> None:
+                 reopen: Callable[[], ClientAPI] | None = None, memory_limit: int = 0, in_process: bool = True) -> None:
         self.client = client
+        self.in_process = in_process  # False for a Chroma server: a query then waits on another process
         self.model_id = model_id
         self.dim = dim
         self._collections: dict[str, Collection] = {}
@@ -176,7 +177,8 @@ class VectorStore:
 
     @classmethod
     def remote(cls, host: str, port: int, model_id: str, dim: int, ssl: bool = False) -> VectorStore:
-        return cls(chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings()), model_id, dim)
+        return cls(chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings()), model_id, dim,
+                   in_process=False)
 
     # --- collections -------------------------------------------------------------------------
 

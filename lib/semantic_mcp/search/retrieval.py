@@ -126,8 +126,8 @@ class HybridRetriever:
         self.fusion = fusion or Fusion()
         self.filtered = filtered or FilteredDense()
         self.noise = NoiseFloor(embedder)
-        # The keyword leg runs beside the dense one (SQLite and Chroma release the GIL): one search
-        # then takes the slower leg's time, not both (ADR 0563). Its index takes one reader at a time.
+        # With a Chroma server the keyword leg runs while the dense leg waits on it (ADR 0563); beside
+        # embedded Chroma, whose query keeps this process's interpreter busy, it is slower so.
         self._keyword_leg = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-leg")
 
     def calibration(self) -> Calibration:
@@ -241,7 +241,7 @@ class HybridRetriever:
         keyword_hits: list[tuple[str, float]] = []  # (chunk_id, BM25), best first
         vector = None
         keyword_leg: Future[list[tuple[str, float]]] | None = None
-        if mode == "hybrid":
+        if mode == "hybrid" and not self.store.in_process:
             keyword_leg = self._keyword_leg.submit(self.keyword.search, user, keyword_query or query, depth, filters)
 
         if mode in ("hybrid", "dense"):
