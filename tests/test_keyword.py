@@ -97,6 +97,22 @@ def test_users_are_isolated(index: KeywordIndex) -> None:
     assert index.search("bob", "plumber", 10) == [] and index.count("alice") == 5
 
 
+def test_a_search_does_not_look_for_its_users_tables_in_the_schema(index: KeywordIndex, tmp_path: Path) -> None:
+    """Which users have tables is known in memory: looking in sqlite_master is a scan of every user's
+    tables (3.8 ms at 1,000 users, twice a search). Tables another writer made are still found, and a
+    deleted user's are forgotten."""
+    statements: list[str] = []
+    index._db.set_trace_callback(statements.append)
+    assert index.search("alice", "plumber invoice", 10) and index.coverage("alice", "plumber", ["note:1#0"])
+    assert index.count("bob") == 1
+    assert not [s for s in statements if "sqlite_master" in s]
+    other = KeywordIndex(tmp_path / "keyword.db")
+    other.upsert("carol", [record("note:7", 0, "Carol's plumber came on Tuesday.")])
+    assert [c for c, _ in index.search("carol", "plumber", 10)] == ["note:7#0"]
+    index.delete_user("carol")
+    assert index.search("carol", "plumber", 10) == [] and index.count("carol") == 0
+
+
 def test_filters_apply_before_ranking(index: KeywordIndex) -> None:
     only_files = index.search("alice", "plumber gardening", 10, SearchFilters(doc_types=["file"]))
     assert {c for c, _ in only_files} == {"file:2#0", "file:3#0"}

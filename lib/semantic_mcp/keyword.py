@@ -116,10 +116,14 @@ class KeywordIndex:
         self._lock = threading.Lock()
         # Per user: (chunk count, {term: number of chunks containing it}); any write clears it.
         self._stats: dict[str, tuple[int, dict[str, int]]] = {}
-        with self._lock:  # tables created before the filter-column indexes existed get them now
-            for (fts,) in self._db.execute(
+        with self._lock:
+            # The users' FTS tables, known here so that a search need not look for its user's table in
+            # sqlite_master: 3.8 ms a look at 1,000 users (a scan), twice a search. Only this object
+            # drops tables (one app process); one missing here is still looked up (another writer).
+            self._fts_tables = {name for (name,) in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'kw_*_fts'"
-            ).fetchall():
+            ).fetchall()}
+            for fts in self._fts_tables:  # tables created before the filter-column indexes existed get them now
                 self._db.executescript(_filter_indexes(fts[: -len("_fts")]))
 
     @staticmethod
@@ -128,11 +132,12 @@ class KeywordIndex:
         tag = hashlib.sha256(user.encode()).hexdigest()[:32]
         return f"kw_{tag}", f"kw_{tag}_fts"
 
-    def _exists(self, table: str) -> bool:
-        return (
-            self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
-            is not None
-        )
+    def _exists(self, fts: str) -> bool:
+        if fts not in self._fts_tables and self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (fts,)
+        ).fetchone():
+            self._fts_tables.add(fts)
+        return fts in self._fts_tables
 
     def _create(self, user: str) -> tuple[str, str]:
         content, fts = self._tables(user)
@@ -155,6 +160,7 @@ class KeywordIndex:
                 COMMIT;
                 """
             )
+            self._fts_tables.add(fts)
         return content, fts
 
     def upsert(self, user: str, chunks: Sequence[ChunkRecord]) -> None:
@@ -196,6 +202,7 @@ class KeywordIndex:
         with self._lock:
             self._stats.pop(user, None)
             self._db.executescript(f"BEGIN; DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {content}; COMMIT;")
+            self._fts_tables.discard(fts)
 
     def clear(self) -> None:
         """Drop every user's tables (a re-index from scratch)."""
@@ -209,6 +216,7 @@ class KeywordIndex:
             ]
             script = "".join(f"DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {fts[:-4]};" for fts in names)
             self._db.executescript(f"BEGIN; {script} COMMIT;")
+            self._fts_tables.clear()
 
     def count(self, user: str) -> int:
         content, fts = self._tables(user)
