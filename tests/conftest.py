@@ -77,6 +77,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 TIERS = ("harp", "real")  # the directories whose tests need a Nextcloud of their own (PHP, Docker)
 
 
+@pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook does not exist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """``make test`` runs two xdist workers, each tier whole on one of them: the fast tier on one (its
     session stacks built once), the HaRP and the real tier one after the other on the other (each
