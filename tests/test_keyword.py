@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,21 @@ def test_a_search_does_not_look_for_its_users_tables_in_the_schema(index: Keywor
     assert [c for c, _ in index.search("carol", "plumber", 10)] == ["note:7#0"]
     index.delete_user("carol")
     assert index.search("carol", "plumber", 10) == [] and index.count("carol") == 0
+
+
+def test_reads_run_beside_a_write_and_meet_dropped_tables_as_empty(index: KeywordIndex, tmp_path: Path) -> None:
+    """Reads use connections of their own: a search answers while a write holds the write lock
+    (a big user's batch during a backfill), and one that finds its user's tables dropped by another
+    connection meanwhile answers as if they had never been there."""
+    found: list[list[tuple[str, float]]] = []
+    with index._lock:  # a write in progress
+        reader = threading.Thread(target=lambda: found.append(index.search("alice", "plumber invoice", 10)))
+        reader.start()
+        reader.join(5)
+        assert found and found[0][0][0] == "note:1#0", "the search waited for the write"
+    KeywordIndex(tmp_path / "keyword.db").delete_user("bob")  # dropped behind this index's back
+    assert index.search("bob", "plumber", 10) == [] and index.count("bob") == 0
+    assert index.coverage("bob", "plumber", ["note:9#0"]) == {}
 
 
 def test_filters_apply_before_ranking(index: KeywordIndex) -> None:
