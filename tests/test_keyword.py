@@ -103,7 +103,9 @@ def test_a_search_does_not_look_for_its_users_tables_in_the_schema(index: Keywor
     tables (3.8 ms at 1,000 users, twice a search). Tables another writer made are still found, and a
     deleted user's are forgotten."""
     statements: list[str] = []
-    index._db.set_trace_callback(statements.append)
+    index.count("alice")  # opens the pooled read connection (one: the reads here come one at a time)
+    for db in (index._db, *index._readers):
+        db.set_trace_callback(statements.append)
     assert index.search("alice", "plumber invoice", 10) and index.coverage("alice", "plumber", ["note:1#0"])
     assert index.count("bob") == 1
     assert not [s for s in statements if "sqlite_master" in s]

@@ -127,7 +127,7 @@ class HybridRetriever:
         self.filtered = filtered or FilteredDense()
         self.noise = NoiseFloor(embedder)
         # With a Chroma server the keyword leg runs while the dense leg waits on it (ADR 0563); beside
-        # embedded Chroma, whose query keeps this process's interpreter busy, it is slower so.
+        # embedded Chroma, whose query runs in this process, it measured slower once (not settled).
         self._keyword_leg = ThreadPoolExecutor(max_workers=2, thread_name_prefix="keyword-leg")
 
     def calibration(self) -> Calibration:
