@@ -187,15 +187,21 @@ def build(data: Dataset, embedder: Embedder, workdir: Path) -> HybridRetriever:
     return HybridRetriever(store, keyword, embedder)
 
 
-def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Setting | None = None,
-             base: Calibration | None = None) -> tuple[float, float]:
+def per_query(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Setting | None = None,
+              base: Calibration | None = None) -> np.ndarray:
+    """nDCG@10 and recall@10 of each query, in ``data.qrels``' order: shape (queries, 2)."""
     if setting is not None and base is not None:
         setting.apply(retriever, base)
     scores = []
     for qid, grades in data.qrels.items():
         ranked = [c.doc_key.split(":", 1)[1] for c in retriever.search_sync(USER, data.queries[qid], K, mode=mode)]
         scores.append((ndcg(ranked, grades), recall(ranked, grades)))
-    return tuple(np.mean(scores, axis=0))  # type: ignore[return-value]
+    return np.array(scores)
+
+
+def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Setting | None = None,
+             base: Calibration | None = None) -> tuple[float, float]:
+    return tuple(per_query(retriever, data, mode, setting, base).mean(axis=0))  # type: ignore[return-value]
 
 
 class Memo:
@@ -288,6 +294,7 @@ GRID = [Setting(f"w {w}, e {e}", w, e) for w in (0.0, 0.01, 0.02, 0.04, 0.06, 0.
 # A setting may trade judged nDCG for exact tokens only so far: on every set it picks from, its probe
 # nDCG@10 stays within this of the best setting's there (codes and names must keep being found).
 PROBE_SLACK = 0.02
+SETTINGS = {s.label: s for s in GRID}
 
 
 def choose(gains: dict[str, dict[str, float]], probe: dict[str, dict[str, float]], sets: Sequence[str],
@@ -297,6 +304,23 @@ def choose(gains: dict[str, dict[str, float]], probe: dict[str, dict[str, float]
     within ``PROBE_SLACK`` of the best setting of the grid."""
     allowed = [s for s in among or gains if all(probe[s][n] >= max(p[n] for p in probe.values()) - PROBE_SLACK for n in sets)]
     return max(allowed, key=lambda s: (round(min(gains[s][n] for n in sets), 3), np.mean([gains[s][n] for n in sets])))
+
+
+def choose_within_one_se(gains: dict[str, dict[str, float]], errors: dict[str, dict[str, float]],
+                         probe: dict[str, dict[str, float]], sets: Sequence[str], among: Sequence[str]) -> str:
+    """The one-standard-error rule (Breiman et al. 1984; Hastie, Tibshirani and Friedman, *The Elements of
+    Statistical Learning*, 7.10) over ``choose``: of the settings that lose to the dense leg on none of
+    ``sets`` and whose mean gain is within one standard error of the pick of ``choose``, the one that
+    weighs keywords least (plain queries' weight, then token-showing queries'). The error is that of the
+    pick's mean gain over the sets: the root of the sum of each set's squared standard error of its
+    per-query gains, over the number of sets. Gains within it are not evidence for more keyword weight,
+    and the weight that helps the sets chosen on is what may hurt a set nobody chose on."""
+    best = choose(gains, probe, sets, among)
+    error = math.sqrt(sum(errors[best][n] ** 2 for n in sets)) / len(sets)
+    floor = float(np.mean([gains[best][n] for n in sets])) - error
+    allowed = [s for s in among if all(probe[s][n] >= max(p[n] for p in probe.values()) - PROBE_SLACK for n in sets)
+               and round(min(gains[s][n] for n in sets), 3) >= 0 and np.mean([gains[s][n] for n in sets]) >= floor]
+    return min(allowed, key=lambda s: (SETTINGS[s].keyword_weight, SETTINGS[s].token_weight or 0.0, s)) if allowed else best
 
 
 def main() -> None:
@@ -312,17 +336,22 @@ def main() -> None:
     datasets = [load(name) for name in args.sets]
     legs: dict[str, dict[str, tuple[float, float]]] = {}
     gains: dict[str, dict[str, float]] = defaultdict(dict)
+    errors: dict[str, dict[str, float]] = defaultdict(dict)  # the standard error of each gain (per-query spread)
     probe: dict[str, dict[str, float]] = defaultdict(dict)
     with tempfile.TemporaryDirectory() as tmp:
         for d in datasets:
             retriever = build(d, embedder, Path(tmp))
             retriever.store, retriever.keyword = Memo(retriever.store), Memo(retriever.keyword)  # type: ignore[assignment]
             base, exact = retriever.calibration(), probes(d)
-            legs[d.name] = {mode: evaluate(retriever, d, mode) for mode in ("keyword", "dense", "hybrid")}
+            legs[d.name] = {mode: evaluate(retriever, d, mode) for mode in ("keyword", "hybrid")}
+            dense = per_query(retriever, d, "dense")
+            legs[d.name]["dense"] = tuple(dense.mean(axis=0))
             legs[d.name]["probe"] = evaluate(retriever, exact, "hybrid")
             legs[d.name]["probe dense"] = evaluate(retriever, exact, "dense")
             for setting in GRID:
-                gains[setting.label][d.name] = evaluate(retriever, d, "hybrid", setting, base)[0] - legs[d.name]["dense"][0]
+                gain = per_query(retriever, d, "hybrid", setting, base)[:, 0] - dense[:, 0]
+                gains[setting.label][d.name] = float(gain.mean())
+                errors[setting.label][d.name] = float(gain.std(ddof=1) / math.sqrt(len(gain)))
                 probe[setting.label][d.name] = evaluate(retriever, exact, "hybrid", setting, base)[0]
     names = [d.name for d in datasets]
     print(f"\nRetrieval quality, embedder `{embedder.model_id}`, default fusion {Fusion().method} ({base}); "
@@ -353,6 +382,20 @@ def main() -> None:
         others = [o for o in names if o != n]
         picks = [choose(gains, probe, others, among) for among in families.values()] if others else []
         print(f"| {n} | " + " | ".join(f"{pick} | {gains[pick][n]:+.3f}" for pick in picks) + " |")
+    print("\nLeave-one-set-out over the adaptive family with the one-standard-error rule (`choose_within_one_se`): "
+          "the pick of `choose`, the error of its mean gain over the other sets, and the setting picked.\n")
+    print("| Set left out | `choose` pick | its mean gain ± error on the others | one-SE pick | gain on the set left out | ≥ dense |")
+    print("|---|---|---|---|---|---|")
+    for n in names:
+        others = [o for o in names if o != n]
+        if not others:
+            continue
+        best = choose(gains, probe, others, adaptive)
+        error = math.sqrt(sum(errors[best][o] ** 2 for o in others)) / len(others)
+        pick = choose_within_one_se(gains, errors, probe, others, adaptive)
+        print(f"| {n} | {best} | {np.mean([gains[best][o] for o in others]):+.4f} ± {error:.4f} | {pick} | "
+              f"{gains[pick][n]:+.4f} | {'yes' if gains[pick][n] >= -1e-9 else 'no'} |")
+    print(f"\nChosen on all sets with the one-standard-error rule: {choose_within_one_se(gains, errors, probe, names, adaptive)}.")
     print("\nChosen on all sets: " + "; ".join(f"{f}: {choose(gains, probe, names, among)}" for f, among in families.items()) + ".\n")
     print("Grid: nDCG@10 gain over the dense leg (probe nDCG@10 in brackets).\n")
     print("| Setting | " + " | ".join(names) + " | min |\n" + "|---" * (len(names) + 2) + "|")
