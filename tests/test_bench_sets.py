@@ -17,3 +17,25 @@ def test_every_set_loads_with_judgements_on_its_own_documents(name: str) -> None
     # Every query can be answered from the corpus, but for one ARCD query (of 50) of the shared set.
     unanswerable = [q for q, grades in data.qrels.items() if not any(g > 0 and d in ids for d, g in grades.items())]
     assert len(unanswerable) <= len(data.qrels) // 50, unanswerable
+
+
+def test_the_one_standard_error_rule_takes_the_least_keyword_weight_within_the_error() -> None:
+    """``choose_within_one_se`` (bench/RESULTS.md): of the adaptive settings within one standard error of
+    ``choose``'s pick, and never below dense on a set, the least plain-query weight, then token weight."""
+    from bench.retrieval_quality import ADAPTIVE, choose, choose_within_one_se
+
+    labels = [s.label for s in ADAPTIVE]
+    by = {(s.keyword_weight, s.token_weight): s.label for s in ADAPTIVE}
+    sets = ["one", "two"]
+    gains = {label: {"one": 0.0, "two": 0.0} for label in labels}
+    gains[by[0.04, 0.1]] = {"one": 0.020, "two": 0.020}  # choose's pick
+    gains[by[0.02, 0.06]] = {"one": 0.015, "two": 0.017}  # within its error (0.005)
+    gains[by[0.02, 0.04]] = {"one": 0.020, "two": -0.002}  # within it on the mean, but loses on "two"
+    gains[by[0.01, 0.1]] = {"one": 0.010, "two": 0.010}  # beyond the error
+    errors = {label: {"one": 0.005 * 2 ** 0.5, "two": 0.005 * 2 ** 0.5} for label in labels}
+    probe = {label: {"one": 1.0, "two": 1.0} for label in labels}
+
+    assert choose(gains, probe, sets, labels) == by[0.04, 0.1]
+    assert choose_within_one_se(gains, errors, probe, sets, labels) == by[0.02, 0.06]
+    errors = {label: {"one": 0.0, "two": 0.0} for label in labels}  # no error: the pick itself
+    assert choose_within_one_se(gains, errors, probe, sets, labels) == by[0.04, 0.1]
