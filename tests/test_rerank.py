@@ -51,6 +51,31 @@ def test_only_the_first_n_are_scored_and_reordered() -> None:
     assert [c.doc_key for c in result.candidates[2:]] == ["file:hard-boiled", "file:paris"]
 
 
+@pytest.mark.skipif(MODEL_MISSING is not None, reason=f"no shipped cross-encoder here: {MODEL_MISSING}")
+def test_a_query_longer_than_the_models_window_is_scored_too() -> None:
+    """A search query may hold 2,000 characters; a Russian question in the English model's word pieces fills
+    its 128 tokens alone (found by bench/retrieval_quality.py on XQuAD: the stage raised, and the search with it)."""
+    query = "Сколько минут нужно варить яйцо вкрутую, чтобы желток стал твёрдым? " * 12
+    result = Reranker(CrossEncoder(), candidates=4).rerank(query, list(EGG_CANDIDATES))
+    assert result.applied and result.note is None
+    assert sorted(c.doc_key for c in result.candidates) == sorted(c.doc_key for c in EGG_CANDIDATES)
+
+
+def test_a_failing_model_leaves_the_hybrid_order_and_says_so() -> None:
+    class Broken:
+        model = MS_MARCO_MINILM
+
+        def unavailable(self) -> None:
+            return None
+
+        def score(self, query: str, passages: list[str]) -> np.ndarray:
+            raise RuntimeError("the tokenizer gave up")
+
+    result = Reranker(Broken(), candidates=4).rerank(EGG_QUERY, list(EGG_CANDIDATES))
+    assert not result.applied and result.candidates == EGG_CANDIDATES
+    assert result.note is not None and "hybrid order" in result.note
+
+
 def test_without_the_package_the_hybrid_order_stands_and_the_note_says_how_to_install_it() -> None:
     absent = CrossEncoder(ShippedModel("no-such-package-semantic-mcp", "x", "some cross-encoder", "English"))
     reranker = Reranker(absent, candidates=4)

@@ -96,7 +96,9 @@ class CrossEncoder:
         options.intra_op_num_threads, options.inter_op_num_threads = self.threads, 1
         session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tokenizer.enable_truncation(max_length=self.max_tokens, strategy="only_second")  # the query stays whole
+        # The longer of the two loses tokens first: a query stays whole beside a longer passage, and a query
+        # longer than the window is cut too ("only_second" raised on it, and the search with it).
+        tokenizer.enable_truncation(max_length=self.max_tokens, strategy="longest_first")
         tokenizer.enable_padding()
         self._inputs = {i.name for i in session.get_inputs()}
         self._session, self._tokenizer = session, tokenizer
@@ -163,7 +165,11 @@ class Reranker:
                             self.clock() - started, len(logits), len(head))
                 return Reranked(candidates, applied=False, note=(
                     f"Re-ranking took longer than {self.budget_seconds:g}s and was skipped: results are in hybrid order."))
-            logits.extend(self.scorer.score(query, [c.text for c in head[i : i + self.batch]]))
+            try:
+                logits.extend(self.scorer.score(query, [c.text for c in head[i : i + self.batch]]))
+            except Exception:  # an optional stage: the search goes on in hybrid order, never fails with it
+                log.exception("Re-ranking failed; results are in hybrid order")
+                return Reranked(candidates, applied=False, note="Re-ranking failed: results are in hybrid order.")
         # An exact match (every distinctive word of the query, e.g. an invoice number) stays ahead of the
         # rest: the model reads meaning and cannot tell "K7R-99Q2" from "K7R-99Q3" (measured: probes lost 0.11).
         keys = [((c.coverage or 0.0) >= EXACT_MATCH_COVERAGE, float(c.score) + self.weight / (1.0 + np.exp(-logit)))
