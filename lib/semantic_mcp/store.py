@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,6 +82,20 @@ def _slug(text: str) -> str:
 
 def _hash(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def _get_by_ids(collection: Collection, ids: Sequence[str], include: list[str]) -> Any:
+    """``collection.get(ids=...)``, asked again when a delete of some of those ids was half done: Chroma
+    then raises "Error finding id" instead of leaving them out (seen with a search's re-check removing
+    a hit it had just found, while another search read it)."""
+    for attempt in range(3):
+        try:
+            return collection.get(ids=list(ids), include=include)  # type: ignore[arg-type]
+        except InternalError as exc:
+            if "Error finding id" not in str(exc) or attempt == 2:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def _guarded(method: F) -> F:
@@ -320,7 +335,7 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or k <= 0 or not chunk_ids:
             return []
-        result = collection.get(ids=list(chunk_ids), include=["embeddings", "documents", "metadatas"])
+        result = _get_by_ids(collection, chunk_ids, ["embeddings", "documents", "metadatas"])
         if not result["ids"]:
             return []
         vectors = np.asarray(result["embeddings"], dtype=np.float32)
@@ -340,7 +355,7 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or not chunk_ids:
             return []
-        result = collection.get(ids=list(chunk_ids), include=["documents", "metadatas"])
+        result = _get_by_ids(collection, chunk_ids, ["documents", "metadatas"])
         found = {
             chunk_id: ChunkRecord(chunk_id, str(meta["doc_key"]), text or "", dict(meta))
             for chunk_id, text, meta in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
@@ -353,7 +368,7 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or not chunk_ids:
             return {}
-        result = collection.get(ids=list(chunk_ids), include=["embeddings"])
+        result = _get_by_ids(collection, chunk_ids, ["embeddings"])
         return {
             chunk_id: np.asarray(vector, dtype=np.float32)
             for chunk_id, vector in zip(result["ids"], result["embeddings"], strict=True)
