@@ -380,7 +380,7 @@ class KeywordIndex:
             weights: list[tuple[float, set[str]]] = []
             for term in terms:
                 n = frequency[term]
-                weight = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+                weight = max(1e-6, math.log(max(total - n + 0.5, 0.5) / (n + 0.5)))  # n may outrun a stale total (ADR 0564)
                 # A weightless term changes no share; a term no chunk has is in none.
                 having = self._chunks_having(db, fts, term, chunk_of) if n and chunk_of and weight > 1e-6 else set()
                 weights.append((weight, having))
