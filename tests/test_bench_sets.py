@@ -44,10 +44,6 @@ def test_the_one_standard_error_rule_takes_the_least_keyword_weight_within_the_e
 def test_the_benches_texts_are_full_windows_of_prose_even_past_the_end_of_the_passages() -> None:
     """bench/org_scale.py and org_search.py ask for more text than the shared passages hold: every window
     must still be prose of the size asked (87 % of the organisation's items were once a one-line stub)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from bench.indexing import passages
 
     windows = passages(4000, 550)  # 2.2 million words asked, about 300,000 held

@@ -131,6 +131,28 @@ def test_reads_run_beside_a_write_and_meet_dropped_tables_as_empty(index: Keywor
     assert index.coverage("bob", "plumber", ["note:9#0"]) == {}
 
 
+def test_a_write_between_the_total_and_a_terms_count_is_not_seen_by_either(index: KeywordIndex) -> None:
+    """The pooled reads (ADR 0564) once read the user's total and each term's count apart: a write
+    committed between them counted "sink" in more chunks than the total held, and the coverage's
+    IDF took the logarithm of a negative number (alice's search failed in the real tier)."""
+    index.count("alice")  # opens the pooled read connection (one: the reads here come one at a time)
+    wrote: list[str] = []
+
+    def write_meanwhile(sql: str) -> None:
+        if "MATCH" in sql and not wrote:
+            wrote.append(sql)
+            index.upsert("alice", [record(f"note:{n}", 0, "sink sink") for n in range(10, 20)])
+
+    for db in index._readers:
+        db.set_trace_callback(write_meanwhile)
+    shares = index.coverage("alice", "sink", ["note:1#1"])  # read as before the write: 1 of 5 chunks
+    assert wrote and shares == {"note:1#1": pytest.approx(1.0)}
+    for db in index._readers:
+        db.set_trace_callback(None)
+    total, counts = index._document_frequencies("alice", ["sink"])
+    assert (total, counts["sink"]) == (15, 11), "the write is seen once it is read whole, not memoised stale"
+
+
 def test_filters_apply_before_ranking(index: KeywordIndex) -> None:
     only_files = index.search("alice", "plumber gardening", 10, SearchFilters(doc_types=["file"]))
     assert {c for c, _ in only_files} == {"file:2#0", "file:3#0"}

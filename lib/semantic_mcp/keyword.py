@@ -181,8 +181,17 @@ class KeywordIndex:
             with self._readers_lock:
                 self._idle_readers.append(db)
 
-    def _written(self, user: str) -> None:
-        """Under the write lock, before a write to ``user``'s tables."""
+    @contextmanager
+    def _writing(self, user: str) -> Iterator[None]:
+        """Under the write lock, around a write to ``user``'s tables: the counts memoised before it are
+        forgotten, and so are any a read memoised while it ran (read before its commit)."""
+        self._forget(user)
+        try:
+            yield
+        finally:
+            self._forget(user)
+
+    def _forget(self, user: str) -> None:
         self._stats.pop(user, None)
         self._generation[user] = self._generation.get(user, 0) + 1
 
@@ -225,8 +234,7 @@ class KeywordIndex:
             (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text))
             for c in chunks
         ]
-        with self._lock:
-            self._written(user)
+        with self._lock, self._writing(user):
             content, _ = self._create(user)
             self._db.execute("BEGIN")
             # DELETE then INSERT (not REPLACE) so the delete trigger keeps the FTS index in step.
@@ -237,8 +245,7 @@ class KeywordIndex:
 
     def _delete(self, user: str, column: str, values: Sequence[str]) -> None:
         content, fts = self._tables(user)
-        with self._lock:
-            self._written(user)
+        with self._lock, self._writing(user):
             if values and self._exists(fts):
                 self._db.execute("BEGIN")
                 self._db.executemany(f"DELETE FROM {content} WHERE {column} = ?", [(v,) for v in values])
@@ -253,8 +260,7 @@ class KeywordIndex:
 
     def delete_user(self, user: str) -> None:
         content, fts = self._tables(user)
-        with self._lock:
-            self._written(user)
+        with self._lock, self._writing(user):
             self._db.executescript(f"BEGIN; DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {content}; COMMIT;")
             self._fts_tables.discard(fts)
 
@@ -286,20 +292,30 @@ class KeywordIndex:
 
         Memoised until the user's next write: counting a common term's posting list is cheap but
         not free (10 ms for a query's terms at 100k chunks), and search and coverage both need it.
+        The total and the query's counts are always read together, in one snapshot: read apart, a
+        write committed between them counted a term in more chunks than the total held (and the
+        IDF's logarithm failed the search).
         """
         content, fts = self._tables(user)
         if db is None:
             with self._reading() as db:
                 return self._document_frequencies(user, terms, db)
         generation = self._generation.get(user, 0)
-        total, known = self._stats.get(user) or (db.execute(f"SELECT count(*) FROM {content}").fetchone()[0], {})
-        for term in terms:
-            if term not in known:
-                known[term] = db.execute(
-                    f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (fts_query([term]),)
-                ).fetchone()[0]
+        cached = self._stats.get(user)
+        if cached and all(term in cached[1] for term in terms):
+            return cached
+        db.execute("BEGIN")  # one snapshot (WAL) for the total and every count
+        try:
+            total = db.execute(f"SELECT count(*) FROM {content}").fetchone()[0]
+            fresh = {
+                term: db.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (fts_query([term]),)).fetchone()[0]
+                for term in terms
+            }
+        finally:
+            db.execute("COMMIT")
+        known = {**cached[1], **fresh} if cached and cached[0] == total else fresh
         if len(known) > 50_000:  # a bound for a long-running process; the next queries refill it
-            known = {term: known[term] for term in terms}
+            known = fresh
         if self._generation.get(user, 0) == generation:  # no write to the user's tables meanwhile
             self._stats[user] = (total, known)
         return total, known
@@ -380,7 +396,7 @@ class KeywordIndex:
             weights: list[tuple[float, set[str]]] = []
             for term in terms:
                 n = frequency[term]
-                weight = max(1e-6, math.log(max(total - n + 0.5, 0.5) / (n + 0.5)))  # n may outrun a stale total (ADR 0564)
+                weight = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
                 # A weightless term changes no share; a term no chunk has is in none.
                 having = self._chunks_having(db, fts, term, chunk_of) if n and chunk_of and weight > 1e-6 else set()
                 weights.append((weight, having))
