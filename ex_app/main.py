@@ -306,7 +306,10 @@ def main() -> None:
         app = create_app()
     except DeploymentError as exc:  # a deploy option the admin must fix (the secret too): say which, no traceback
         sys.exit(f"Semantic MCP cannot start: {exc}")
-    run_app(app, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
+    # asyncio's own loop, never uvloop (which uvicorn would pick wherever it is installed, as in the test
+    # venv): under concurrent searches uvloop 0.23 closed a live connection's descriptor, then aborted
+    # the process (docs/adr/0565). The image does not ship it.
+    run_app(app, loop="asyncio", timeout_keep_alive=75, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
 
 
 if __name__ == "__main__":

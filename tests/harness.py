@@ -107,14 +107,24 @@ class McpHarness:
             tail = "\n".join(self.log().splitlines()[-30:])
             raise RuntimeError(f"the app's process ended with {process.returncode}; its log ends:\n{tail}") from cause
 
+    def failure(self, result: Any) -> str:
+        """What a failed tool call says, with the traceback the app logged for it when it crashed (the
+        client sees only "Error executing tool ..."; the test's stack, and so its log, are gone after CI)."""
+        said = " ".join(getattr(part, "text", str(part)) for part in result.content)
+        log = self.log()
+        crash = log.rfind("raised an unexpected exception")
+        if crash < 0:
+            return said
+        return f"{said}\nthe app's log:\n" + "\n".join(log[log.rfind("\n", 0, crash) + 1:].splitlines()[:60])
+
     async def search(self, user: str, query: str, **args: Any) -> dict[str, Any]:
         result = await self.call(user, "nc_semantic_search", {"query": query, "use_query_analysis": False, **args})
-        assert not result.is_error, result.content
+        assert not result.is_error, self.failure(result)
         return result.structured_content
 
     async def status(self, user: str) -> dict[str, Any]:
         result = await self.call(user, "nc_get_vector_sync_status")
-        assert not result.is_error, result.content
+        assert not result.is_error, self.failure(result)
         return result.structured_content
 
     async def titles(self, user: str, query: str, **args: Any) -> list[str]:

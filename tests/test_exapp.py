@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import socket
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -87,6 +90,27 @@ def test_heartbeat_is_open_and_mcp_has_no_trailing_slash_redirect(stack: Stack) 
     for path in ("/mcp", "/mcp/"):
         response = httpx.post(f"{stack.exapp.url}{path}", headers=signed, json={}, follow_redirects=False)
         assert response.status_code not in (301, 302, 307, 308), (path, response.headers.get("location"))
+
+
+def test_the_app_runs_on_asyncios_loop_even_where_uvloop_is_installed(stack: Stack) -> None:
+    """uvloop 0.23 closed live connections' descriptors under concurrent searches, then aborted the
+    process (docs/adr/0565); the image does not ship it, and the test venv, which does, must not use it."""
+    pytest.importorskip("uvloop")
+    maps = Path(f"/proc/{stack.exapp.process.pid}/maps").read_text()
+    assert "uvloop" not in maps
+
+
+def test_an_idle_connection_a_proxy_keeps_for_reuse_still_serves_after_5_seconds(stack: Stack) -> None:
+    """Proxies keep idle upstream connections for about 5 s (httpx's pool, HAProxy's purge delay), as
+    uvicorn does by default: a request sent just as the app closed the connection failed in the proxy."""
+    host, port = stack.exapp.url.removeprefix("http://").split(":")
+    request = f"GET /heartbeat HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        assert b"200 OK" in connection.recv(4096)
+        time.sleep(6)
+        connection.sendall(request)
+        assert b"200 OK" in connection.recv(4096)
 
 
 def test_no_credentials_in_the_logs(stack: Stack) -> None:

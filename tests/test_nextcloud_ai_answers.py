@@ -47,7 +47,7 @@ def ai_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 async def answer(stack: Stack, query: str = QUESTION) -> dict:
     result = await stack.call("alice", "nc_semantic_search_answer", {"query": query})  # no sampling callback
-    assert not result.is_error, result.content
+    assert not result.is_error, stack.failure(result)
     return result.structured_content
 
 

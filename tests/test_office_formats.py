@@ -117,7 +117,7 @@ async def test_the_answer_cites_the_slide(formats: tuple[Stack, dict[str, int]])
     stack, ids = formats
     await stack.wait_idle(ALICE)
     result = await stack.call(ALICE, "nc_semantic_search_answer", {"query": "Is the Glimmerwick budget frozen?"})
-    assert not result.is_error, result.content
+    assert not result.is_error, stack.failure(result)
     sources = {s["id"]: s for s in result.structured_content["sources"]}
     assert sources[f"file:{ids['Formats/offsite.pptx']}"]["section"] == "Slide 2: Frobnicator rollout"
 

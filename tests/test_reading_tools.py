@@ -49,7 +49,7 @@ async def test_long_documents_come_in_pages(stack: Stack) -> None:
     pages, offset = [], 0
     while offset is not None:
         result = await get_document(stack, "bob", f"file:{file_id}", offset=offset, max_chars=1000)
-        assert not result.is_error, result.content
+        assert not result.is_error, stack.failure(result)
         page = result.structured_content
         assert page["offset"] == offset and len(page["text"]) <= 1000
         pages.append(page["text"])

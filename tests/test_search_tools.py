@@ -34,7 +34,7 @@ async def answer(stack: Stack, user: str, query: str, model: ScriptedModel | Non
     client_options = {k: v for k, v in options.items() if k in ("mode", "direct")}
     result = await stack.call(user, "nc_semantic_search_answer", {"query": query, **args},
                               sampling_callback=model, **client_options)
-    assert not result.is_error, result.content
+    assert not result.is_error, stack.failure(result)
     return result.structured_content
 
 

@@ -25,7 +25,7 @@ def now_iso(stack: Stack) -> str:
 
 async def ask(stack: Stack, tool: str, query: str, **args: object) -> dict:
     result = await stack.call("alice", tool, {"query": query, **args})  # no sampling callback
-    assert not result.is_error, result.content
+    assert not result.is_error, stack.failure(result)
     return result.structured_content
 
 
@@ -69,7 +69,7 @@ async def test_a_sampling_clients_analysis_replaces_the_word_cues_but_keeps_the_
     result = await dated_stack.call("alice", "nc_semantic_search",
                                     {"query": "When is my next dentist appointment?", "use_reranking": False},
                                     sampling_callback=model)
-    assert not result.is_error, result.content
+    assert not result.is_error, dated_stack.failure(result)
     found = result.structured_content
     assert found["query_analysis"]["doc_types"] == ["calendar_event"]
     assert {hit["doc_type"] for hit in found["results"]} == {"calendar_event"}  # the model's filter

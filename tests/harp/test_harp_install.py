@@ -71,7 +71,7 @@ async def test_both_protocol_generations_on_both_paths_find_a_note_made_after_th
         assert {"nc_semantic_search", "nc_get_vector_sync_status"} <= tools
         result = await client.call_tool("nc_semantic_search", {"query": text, "use_query_analysis": False})
         status = await client.call_tool("nc_get_vector_sync_status", {})
-    assert not result.is_error, result.content
+    assert not result.is_error, harp.failure(result)
     hits = result.structured_content["results"]
     assert hits[0]["title"] == title and hits[0]["link"].startswith(harp.nextcloud_url)
     assert status.structured_content["user"] == "alice"

@@ -59,7 +59,7 @@ async def test_a_sampling_client_on_2026_07_28_gets_a_written_answer(real: RealS
     model = ScriptedModel(answer="The boat rental costs 4,200 euros [1].")
     result = await real.call("alice", "nc_semantic_search_answer", {"query": "How much is the boat rental?"},
                              sampling_callback=model)
-    assert not result.is_error, result.content
+    assert not result.is_error, real.failure(result)
     answer = result.structured_content
     assert answer["generated_answer"] == "The boat rental costs 4,200 euros [1]."
     assert answer["model_used"] == "scripted-model" and answer["sources"][0]["title"] == ALICE_NOTE[0]
@@ -76,7 +76,7 @@ async def test_a_2025_11_25_client_through_the_proxy_gets_the_sources_within_5_s
     result = await real.call("alice", "nc_semantic_search_answer", {"query": "How much is the boat rental?"},
                              mode="legacy", sampling_callback=model, read_timeout=30)
     elapsed = time.monotonic() - started
-    assert not result.is_error, result.content
+    assert not result.is_error, real.failure(result)
     answer = result.structured_content
     assert elapsed < 5, elapsed
     assert answer["sources"][0]["title"] == ALICE_NOTE[0]

@@ -55,7 +55,7 @@ async def test_query_analysis_switched_off_and_on_in_the_admin_page(real: RealSt
     async def asked_for_analysis() -> bool:
         model = ScriptedModel(analysis="{}")
         result = await real.call("alice", "nc_semantic_search", {"query": "Osprey tender bid"}, sampling_callback=model)
-        assert not result.is_error, result.content
+        assert not result.is_error, real.failure(result)
         return "analysis" in model.kinds()
 
     real.set_admin_field("query_analysis", False)
