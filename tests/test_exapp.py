@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-import socket
+import http.client
 import time
 from pathlib import Path
 
@@ -104,13 +104,16 @@ def test_an_idle_connection_a_proxy_keeps_for_reuse_still_serves_after_5_seconds
     """Proxies keep idle upstream connections for about 5 s (httpx's pool, HAProxy's purge delay), as
     uvicorn does by default: a request sent just as the app closed the connection failed in the proxy."""
     host, port = stack.exapp.url.removeprefix("http://").split(":")
-    request = f"GET /heartbeat HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(request)
-        assert b"200 OK" in connection.recv(4096)
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", "/heartbeat")
+        assert connection.getresponse().read() == b'{"status":"ok"}'
+        first = connection.sock
         time.sleep(6)
-        connection.sendall(request)
-        assert b"200 OK" in connection.recv(4096)
+        connection.request("GET", "/heartbeat")  # on the same socket: http.client reconnects only once it is None
+        assert connection.getresponse().read() == b'{"status":"ok"}' and connection.sock is first
+    finally:
+        connection.close()
 
 
 def test_no_credentials_in_the_logs(stack: Stack) -> None:
