@@ -130,10 +130,18 @@ class NextcloudUser:
 
     # --- Deck -------------------------------------------------------------------------------------
 
-    def open_deck(self) -> list[str]:
-        """The titles of the user's boards, as opening Deck lists them. A first request to Deck makes its
-        welcome board (its DefaultBoardMiddleware, after marking the first run done)."""
-        return [board["title"] for board in self._ok(self.http.get(f"{DECK}/boards", headers=OCS)).json()]
+    def open_deck(self) -> dict[str, int]:
+        """The user's boards (title -> id, deleted ones left out), as opening Deck lists them. A first request
+        to Deck makes its welcome board (its DefaultBoardMiddleware, after marking the first run done)."""
+        boards = self._ok(self.http.get(f"{DECK}/boards", headers=OCS)).json()
+        return {board["title"]: board["id"] for board in boards if not board.get("deletedAt")}
+
+    def delete_board(self, board_id: int) -> None:
+        self._ok(self.http.delete(f"{DECK}/boards/{board_id}", headers=OCS))
+
+    def has_file(self, path: str) -> bool:
+        answer = self.http.request("PROPFIND", self.dav_path(path), headers={"Depth": "0"})
+        return answer.status_code == 207
 
     def create_card(self, board_title: str, title: str, description: str = "") -> str:
         """A new board with one stack holding one card; returns the card's path under the Deck API."""
