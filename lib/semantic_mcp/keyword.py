@@ -14,8 +14,8 @@ kept inside tokens (the default would cut Arabic and Indic words at every mark),
 (Arabic): 0.755 with the default tokenizer, 0.800 with this normalisation and tokenizer, 0.786
 with ``trigram``; on MS MARCO (English) ``porter`` lifts 0.689 to 0.720.
 
-Only chunk ids, the filterable metadata and the normalised text are stored; the text shown
-to users comes from the vector store.
+Stored per chunk: its id, the filterable metadata, the normalised text the index matches and the
+text as written, which hits show (the vector store keeps vectors and metadata alone: ADR 0566).
 """
 
 from __future__ import annotations
@@ -157,6 +157,13 @@ class KeywordIndex:
             ).fetchall()}
             for fts in self._fts_tables:  # tables created before the filter-column indexes existed get them now
                 self._db.executescript(_filter_indexes(fts[: -len("_fts")]))
+                self._add_text_column(fts[: -len("_fts")])
+
+    def _add_text_column(self, content: str) -> None:
+        """A content table from before texts were kept here (ADR 0566) gets the column, empty: the
+        vector store still holds those chunks' texts, and a chunk written again fills it."""
+        if "text" not in {row[1] for row in self._db.execute(f"PRAGMA table_info({content})")}:
+            self._db.execute(f"ALTER TABLE {content} ADD COLUMN text TEXT")
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:
@@ -211,7 +218,7 @@ class KeywordIndex:
                 CREATE TABLE IF NOT EXISTS {content} (
                     rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_key TEXT NOT NULL,
                     doc_type TEXT, modified INTEGER, event_start INTEGER, location TEXT,
-                    body TEXT NOT NULL);
+                    body TEXT NOT NULL, text TEXT);
                 CREATE INDEX IF NOT EXISTS {content}_doc ON {content}(doc_key);
                 {_filter_indexes(content)}
                 CREATE VIRTUAL TABLE {fts} USING fts5(body, content='{content}', content_rowid='rowid',
@@ -231,7 +238,7 @@ class KeywordIndex:
         if not chunks:
             return
         rows = [
-            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text))
+            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text), c.text)
             for c in chunks
         ]
         with self._lock, self._writing(user):
@@ -239,7 +246,7 @@ class KeywordIndex:
             self._db.execute("BEGIN")
             # DELETE then INSERT (not REPLACE) so the delete trigger keeps the FTS index in step.
             self._db.executemany(f"DELETE FROM {content} WHERE chunk_id = ?", [(r[0],) for r in rows])
-            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body"))
+            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body", "text"))
             self._db.executemany(f"INSERT INTO {content} ({columns}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
             self._db.execute("COMMIT")
 
@@ -278,6 +285,19 @@ class KeywordIndex:
             script = "".join(f"DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {fts[:-4]};" for fts in names)
             self._db.executescript(f"BEGIN; {script} COMMIT;")
             self._fts_tables.clear()
+
+    @_dropped_reads_as(dict)
+    def texts(self, user: str, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The texts of those of ``chunk_ids`` this index holds one for, by chunk id."""
+        content, fts = self._tables(user)
+        ids = list(dict.fromkeys(chunk_ids))
+        with self._reading() as db:
+            if not ids or not self._exists(fts, db):
+                return {}
+            marks = ", ".join("?" * len(ids))
+            rows = db.execute(f"SELECT chunk_id, text FROM {content} WHERE chunk_id IN ({marks}) AND text IS NOT NULL",
+                              ids)
+            return dict(rows.fetchall())
 
     @_dropped_reads_as(lambda: 0)
     def count(self, user: str) -> int:
