@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,20 +86,6 @@ def _slug(text: str) -> str:
 
 def _hash(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-def _get_by_ids(collection: Collection, ids: Sequence[str], include: list[str]) -> Any:
-    """``collection.get(ids=...)``, asked again when a delete of some of those ids was half done: Chroma
-    then raises "Error finding id" instead of leaving them out (seen with a search's re-check removing
-    a hit it had just found, while another search read it)."""
-    for _ in range(2):
-        try:
-            return collection.get(ids=list(ids), include=include)  # type: ignore[arg-type]
-        except InternalError as exc:
-            if "Error finding id" not in str(exc):
-                raise
-            time.sleep(0.05)
-    return collection.get(ids=list(ids), include=include)  # type: ignore[arg-type]  # a third time, or its error
 
 
 def _guarded(method: F) -> F:
@@ -351,7 +336,7 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or k <= 0 or not chunk_ids:
             return []
-        result = _get_by_ids(collection, chunk_ids, ["embeddings", "documents", "metadatas"])
+        result = chroma_local.get_by_ids(collection, chunk_ids, ["embeddings", "documents", "metadatas"])
         if not result["ids"]:
             return []
         vectors = np.asarray(result["embeddings"], dtype=np.float32)
@@ -373,7 +358,7 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or not chunk_ids:
             return []
-        result = _get_by_ids(collection, chunk_ids, ["documents", "metadatas"])
+        result = chroma_local.get_by_ids(collection, chunk_ids, ["documents", "metadatas"])
         texts = self._texts(user, result["ids"], result["documents"])
         found = {
             chunk_id: ChunkRecord(chunk_id, str(meta["doc_key"]), text, dict(meta))
@@ -388,7 +373,7 @@ class VectorStore:
         collection = self._collection(user, create=False)
         if collection is None or not chunk_ids:
             return {}
-        result = _get_by_ids(collection, chunk_ids, ["embeddings"])
+        result = chroma_local.get_by_ids(collection, chunk_ids, ["embeddings"])
         return {
             chunk_id: np.asarray(vector, dtype=np.float32)
             for chunk_id, vector in zip(result["ids"], result["embeddings"], strict=True)
@@ -399,23 +384,3 @@ class VectorStore:
         """Chunks stored for ``user``."""
         collection = self._collection(user, create=False)
         return collection.count() if collection else 0
-
-    @_guarded
-    def doc_keys(self, user: str) -> dict[str, str]:
-        """Every indexed document of ``user`` with its indexed version, for reconciliation.
-
-        Reads only first chunks (``chunk_index == 0``): one row per document.
-        """
-        collection = self._collection(user, create=False)
-        if collection is None:
-            return {}
-        keys: dict[str, str] = {}
-        page = 5000
-        offset = 0
-        while True:
-            result = collection.get(where={"chunk_index": 0}, include=["metadatas"], limit=page, offset=offset)
-            for meta in result["metadatas"]:
-                keys[str(meta["doc_key"])] = str(meta.get("version", ""))
-            if len(result["ids"]) < page:
-                return keys
-            offset += page
