@@ -123,8 +123,8 @@ def _build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus) -
 
     counts = item_counts(users, max(users * 5, chunks // CHUNKS_PER_ITEM))
     storage.mkdir(parents=True, exist_ok=True)
-    store = VectorStore.embedded(storage / "chroma", MODEL_ID, DIM)
     keyword = KeywordIndex(storage / "keyword.db")
+    store = VectorStore.embedded(storage / "chroma", MODEL_ID, DIM, texts=keyword.texts)  # as the app (ADR 0566)
     busy = {"chroma": 0.0, "fts5": 0.0, "records": 0.0, "vectors": 0.0}
 
     def timed(name: str, fn, *args) -> None:  # noqa: ANN001

@@ -899,18 +899,26 @@ async def test_event_for_an_unknown_user_is_dropped_with_a_clear_log_line(stack:
 # --- 2. crash recovery -----------------------------------------------------------------------------
 
 
-def _chroma_texts(storage: Path) -> tuple[int, set[str]]:
-    """(chunk records, distinct chunk texts) over every user's collection, read with the app stopped."""
+def _stored_chunks(storage: Path) -> tuple[int, set[str]]:
+    """(chunk records in Chroma, distinct chunk texts in the keyword index, which keeps them: ADR 0566),
+    over every user, read with the app stopped; the keyword index has the same records."""
     import chromadb
 
     client = chromadb.PersistentClient(path=str(storage / "chroma"),
                                        settings=chromadb.Settings(anonymized_telemetry=False))
-    records, texts = 0, set()
+    records = 0
     for collection in client.list_collections():
         got = collection.get(include=["documents"])
+        assert set(got["documents"]) == {None}  # Chroma keeps no copy of the texts
         records += len(got["ids"])
-        texts.update(got["documents"])
-    return records, texts
+    texts: list[str] = []
+    with closing(sqlite3.connect(storage / "keyword.db")) as db:
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                                 "AND name GLOB 'kw_*' AND name NOT GLOB 'kw_*_fts*'")]
+        for table in tables:
+            texts += [text for (text,) in db.execute(f"SELECT text FROM {table}")]
+    assert len(texts) == records
+    return records, set(texts)
 
 
 def test_killed_worker_resumes_without_duplicates_or_reembedding(tmp_path: Path) -> None:
@@ -964,7 +972,7 @@ async def _crash_and_resume(own: Stack, storage: Path) -> None:
         assert db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 0
     with closing(sqlite3.connect(storage / "embeddings.db")) as db:
         cached = {row[0] for row in db.execute("SELECT key FROM embeddings")}
-    records, texts = _chroma_texts(storage)
+    records, texts = _stored_chunks(storage)
     assert records == chunk_total  # no duplicate chunk, none left over
     expected_keys = {hashlib.sha256(f"{model_id}\0{text}".encode()).digest() for text in texts}
     assert cached == expected_keys  # every stored chunk's vector is cached, nothing else was embedded

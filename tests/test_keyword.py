@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from semantic_mcp.keyword import KeywordIndex, fts_query, match_terms, query_terms
+from semantic_mcp.keyword import KeywordIndex
+from semantic_mcp.keyword_terms import fts_query, match_terms, query_terms
 from semantic_mcp.filters import SearchFilters
 from semantic_mcp.store import ChunkRecord
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from chroma_server import CHROMA_CLI, chroma_server as running_chroma_server
+from semantic_mcp.keyword import KeywordIndex
 from semantic_mcp.store import CHUNK_BYTES, COLLECTION_BYTES, ChunkRecord, DimensionMismatch, VectorStore
 
 DIM = 8
@@ -35,7 +36,8 @@ def record(doc: str, i: int, text: str = "", **meta: object) -> ChunkRecord:
     return ChunkRecord(f"{doc}#{i}", doc, text or f"{doc} chunk {i}", {**base, **meta})
 
 
-def fill(store: VectorStore) -> None:
+def fill(store: VectorStore, keyword: KeywordIndex | None = None) -> None:
+    """alice's five chunks and bob's two; into ``keyword`` as well when given (first, as the pipeline writes)."""
     alice = [
         record("note:1", 0),
         record("note:1", 1),
@@ -43,8 +45,12 @@ def fill(store: VectorStore) -> None:
         record("file:2", 0, location="/Work/a.md", modified=500),
         record("calendar_event:cal/3", 0, event_start=1000, event_end=2000),
     ]
+    bobs = [record("note:1", 0, "bob's secret"), record("file:9", 0)]
+    if keyword:
+        keyword.upsert("alice", alice)
+        keyword.upsert("bob", bobs)
     store.upsert("alice", alice, np.stack([vec(0), vec(0, 1), vec(1), vec(2), vec(3)]))
-    store.upsert("bob", [record("note:1", 0, "bob's secret"), record("file:9", 0)], np.stack([vec(0), vec(2)]))
+    store.upsert("bob", bobs, np.stack([vec(0), vec(2)]))
 
 
 def assert_isolated(store: VectorStore) -> None:
@@ -78,7 +84,6 @@ def test_query_scores_and_records(store: VectorStore) -> None:
     assert hits[0].doc_key == "note:1" and hits[0].metadata["chunk_index"] == 0
     got = store.get_chunks("alice", ["file:2#0", "missing#0", "note:1#2"])
     assert [c.chunk_id for c in got] == ["file:2#0", "note:1#2"] and got[0].metadata["location"] == "/Work/a.md"
-    assert store.doc_keys("alice") == {"note:1": "v1", "file:2": "v1", "calendar_event:cal/3": "v1"}
 
 
 def test_delete_doc_removes_every_chunk(store: VectorStore) -> None:
@@ -87,7 +92,7 @@ def test_delete_doc_removes_every_chunk(store: VectorStore) -> None:
     assert all(h.doc_key != "note:1" for h in store.query("alice", vec(0, 1), 10))
     assert store.count("bob") == 2  # bob's note:1 is another document
     store.delete_chunks("alice", ["file:2#0"])
-    assert store.doc_keys("alice") == {"calendar_event:cal/3": "v1"}
+    assert [h.chunk_id for h in store.query("alice", vec(3), 10)] == ["calendar_event:cal/3#0"]
     store.delete_user("alice")
     assert store.count("alice") == 0 and store.count("bob") == 2
 
@@ -174,6 +179,53 @@ def test_user_isolation_through_server(chroma_server: tuple[str, int]) -> None:
     assert_isolated(store)
     store.delete_doc("alice", "note:1")
     assert store.count("alice") == 2
+
+
+# --- texts kept in the keyword index, not in Chroma (ADR 0566) --------------------------------------
+
+
+def documents_in_chroma(store: VectorStore, user: str) -> list[str | None]:
+    collection = store.client.get_collection(store.collection_name(user))
+    return collection.get(include=["documents"])["documents"]
+
+
+def test_chroma_keeps_no_text_and_every_read_gets_it_from_the_keyword_index(tmp_path: Path) -> None:
+    keyword = KeywordIndex(tmp_path / "keyword.db")
+    store = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM, texts=keyword.texts)
+    fill(store, keyword)
+    assert documents_in_chroma(store, "alice") == [None] * 5
+    assert [h.text for h in store.query("alice", vec(0), 2)] == ["note:1 chunk 0", "note:1 chunk 1"]
+    assert store.query("bob", vec(0), 1)[0].text == "bob's secret"
+    assert [h.text for h in store.query("alice", vec(2), 1, among=["file:2#0", "note:1#0"])] == ["file:2 chunk 0"]
+    assert [h.text for h in store.rank_among("alice", vec(3), ["calendar_event:cal/3#0"], 5)] == [
+        "calendar_event:cal/3 chunk 0"]
+    assert [c.text for c in store.get_chunks("alice", ["note:1#2"])] == ["note:1 chunk 2"]
+    assert_isolated(store)  # bob asking for alice's chunk ids gets neither her vectors nor her texts
+
+    # A chunk whose text is not written yet is not served (the pipeline writes the text first).
+    store.upsert("alice", [record("note:7", 0, "not in the keyword index")], np.stack([vec(5)]))
+    assert "note:7#0" not in {h.chunk_id for h in store.query("alice", vec(5), 10)}
+    assert store.get_chunks("alice", ["note:7#0"]) == []
+
+
+def test_chunks_written_before_keep_chromas_text_until_written_again(tmp_path: Path) -> None:
+    """An index from before ADR 0566: Chroma holds the texts, the keyword tables have no text column."""
+    old_keyword = KeywordIndex(tmp_path / "keyword.db")
+    fill(VectorStore.embedded(tmp_path / "chroma", "test-model", DIM), old_keyword)
+    content, _ = old_keyword._tables("alice")
+    old_keyword._db.execute(f"ALTER TABLE {content} DROP COLUMN text")
+    old_keyword.close()
+
+    keyword = KeywordIndex(tmp_path / "keyword.db")  # the column is added, empty
+    store = VectorStore.embedded(tmp_path / "chroma", "test-model", DIM, texts=keyword.texts)
+    assert [h.text for h in store.query("alice", vec(0), 2)] == ["note:1 chunk 0", "note:1 chunk 1"]
+    assert keyword.search("alice", "chunk", 10)  # the keyword leg still works on the old rows
+
+    edited = [record("note:1", 0, "edited text")]
+    keyword.upsert("alice", edited)
+    store.upsert("alice", edited, np.stack([vec(0)]))
+    assert store.query("alice", vec(0), 1)[0].text == "edited text"
+    assert [c.text for c in store.get_chunks("alice", ["note:1#1"])] == ["note:1 chunk 1"]
 
 
 def test_embedded_chromas_write_log_is_indexed_by_collection(store: VectorStore, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""What Chroma (1.5.9) needs from outside at this app's sizes (docs/adr/0560, 0561, 0562)."""
+"""What Chroma (1.5.9) needs from outside: at this app's sizes (docs/adr/0560, 0561, 0562), and around a race."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import ctypes
 import logging
 import os
 import sqlite3
+import time
+from collections.abc import Sequence
 from typing import Any
+
+from chromadb.errors import InternalError
 
 log = logging.getLogger(__name__)
 
@@ -53,3 +57,17 @@ def return_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
         pass
+
+
+def get_by_ids(collection: Any, ids: Sequence[str], include: list[str]) -> Any:
+    """``collection.get(ids=...)``, asked again when a delete of some of those ids was half done: Chroma
+    then raises "Error finding id" instead of leaving them out (seen with a search's re-check removing
+    a hit it had just found, while another search read it)."""
+    for _ in range(2):
+        try:
+            return collection.get(ids=list(ids), include=include)  # type: ignore[arg-type]
+        except InternalError as exc:
+            if "Error finding id" not in str(exc):
+                raise
+            time.sleep(0.05)
+    return collection.get(ids=list(ids), include=include)  # type: ignore[arg-type]  # a third time, or its error

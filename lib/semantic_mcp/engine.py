@@ -135,12 +135,12 @@ class Engine:
         if self._store is None:
             embedder = self.embedder()
             if self.deployment.chroma_host:
-                self._store = VectorStore.remote(
-                    self.deployment.chroma_host, self.deployment.chroma_port, embedder.model_id, embedder.dim
-                )
+                self._store = VectorStore.remote(self.deployment.chroma_host, self.deployment.chroma_port,
+                                                 embedder.model_id, embedder.dim, texts=self.keyword.texts)
             else:
                 self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim,
-                                                   memory_limit=self.deployment.chroma_memory_mb * 10**6)
+                                                   memory_limit=self.deployment.chroma_memory_mb * 10**6,
+                                                   texts=self.keyword.texts)  # ADR 0566
         return self._store
 
     def sources(self) -> dict[str, Source]:

@@ -5,17 +5,10 @@ finds them. Each user has their own content table and FTS5 index, so BM25's stat
 (document frequencies, average length) and every match come from that user's chunks only,
 and a search never touches another user's rows.
 
-Text is normalised before indexing and querying alike: NFKC, Arabic and Hebrew vowel marks
-removed, Arabic letter variants folded (alef forms, alef maqsura, teh marbuta), and Han and
-kana characters spaced apart so that scripts written without spaces get one token per
-character. The FTS5 tokenizer is ``unicode61`` with ``remove_diacritics 2`` and combining marks
-kept inside tokens (the default would cut Arabic and Indic words at every mark), wrapped in
-``porter`` (English suffixes; other scripts pass through). Measured BM25 nDCG@10 on ARCD
-(Arabic): 0.755 with the default tokenizer, 0.800 with this normalisation and tokenizer, 0.786
-with ``trigram``; on MS MARCO (English) ``porter`` lifts 0.689 to 0.720.
+How text becomes terms (normalisation, the tokenizer, the scoring budget): keyword_terms.py.
 
-Only chunk ids, the filterable metadata and the normalised text are stored; the text shown
-to users comes from the vector store.
+Stored per chunk: its id, the filterable metadata, the normalised text the index matches and the
+text as written, which hits show (the vector store keeps vectors and metadata alone: ADR 0566).
 """
 
 from __future__ import annotations
@@ -25,87 +18,24 @@ import hashlib
 import json
 import math
 import os
-import re
 import sqlite3
 import threading
-import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from .filters import SearchFilters
+from .keyword_terms import TOKENIZER, fts_query, match_terms, normalize, query_terms
 from .store import ChunkRecord
 
-MAX_QUERY_TERMS = 64
-# How many postings one search may score. FTS5 computes ``bm25()`` for every chunk that matches
-# any query term (~1.6 us each), so a query with common words ("causes", "what") scored tens of
-# thousands of chunks: 50-250 ms at 100k chunks. The terms are taken rarest first while their
-# chunk counts add up to at most this share of the user's chunks (and at least the rarest term,
-# and never less than MATCH_BUDGET_MIN, which costs ~3 ms, so small indexes keep every term).
-# The left-out common terms still count in the hybrid's keyword coverage, which rescores every
-# candidate. Measured (bench/RESULTS-search.md): hybrid nDCG@10 unchanged on MS MARCO and ARCD,
-# keyword leg alone -0.002 / -0.009; FTS5 search 50 -> 15 ms at 100k chunks.
-MATCH_BUDGET_SHARE = 0.15
-MATCH_BUDGET_MIN = 2000
 _FILTER_COLUMNS = ("doc_type", "modified", "event_start", "location")  # what SearchFilters.to_sql reads
-_TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
-
-_VOWEL_MARKS = re.compile("[\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed]")
-_ALEF_FORMS = re.compile("[\u0622\u0623\u0625\u0671]")
-_FOLD = str.maketrans({"\u0649": "\u064a", "\u0629": "\u0647", "\u0640": None})  # ى→ي, ة→ه, tatweel
-_SPACED = re.compile("([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
-
-
-def normalize(text: str) -> str:
-    """The form both documents and queries are indexed and matched in."""
-    text = _VOWEL_MARKS.sub("", unicodedata.normalize("NFKC", text))
-    return _SPACED.sub(r" \1 ", _ALEF_FORMS.sub("\u0627", text).translate(_FOLD))
-
-
-def match_terms(terms: Sequence[str], frequency: dict[str, int], total: int) -> list[str]:
-    """The terms a search matches on: rarest first, within the scoring budget (see above); terms
-    no chunk contains are left out (they match nothing)."""
-    budget = max(MATCH_BUDGET_SHARE * total, MATCH_BUDGET_MIN)
-    kept: list[str] = []
-    volume = 0
-    for term in sorted((t for t in terms if frequency[t]), key=lambda t: frequency[t]):
-        if kept and volume + frequency[term] > budget:
-            break
-        kept.append(term)
-        volume += frequency[term]
-    return kept
 
 
 def _filter_indexes(content: str) -> str:
     """Indexes on the filter columns: the dense leg's filtered searches select chunk ids here."""
     return "".join(
-        f"CREATE INDEX IF NOT EXISTS {content}_{column} ON {content}({column});"
-        for column in ("doc_type", "modified", "event_start", "location")
+        f"CREATE INDEX IF NOT EXISTS {content}_{column} ON {content}({column});" for column in _FILTER_COLUMNS
     )
-
-
-def _is_token_char(char: str) -> bool:
-    return unicodedata.category(char)[0] in "LNM" or unicodedata.category(char) == "Co"
-
-
-def query_terms(text: str) -> list[str]:
-    """The distinct tokens of ``text`` as the index's tokenizer cuts them, lower-cased."""
-    terms: list[str] = []
-    current: list[str] = []
-    for char in normalize(text) + " ":
-        if _is_token_char(char):
-            current.append(char)
-        elif current:
-            terms.append("".join(current).lower())
-            current = []
-    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
-
-
-def fts_query(terms: Sequence[str]) -> str | None:
-    """A safe FTS5 query for ``terms`` (as :func:`query_terms` cuts them): every term quoted
-    (operators and ``*``, ``"``, ``NEAR(`` become plain text) and OR-ed, so BM25 ranks chunks by
-    how many and how rare the terms they contain. None when there is no term."""
-    return " OR ".join(f'"{term}"' for term in terms) or None
 
 
 def _dropped_reads_as(empty: Callable[[], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -157,6 +87,13 @@ class KeywordIndex:
             ).fetchall()}
             for fts in self._fts_tables:  # tables created before the filter-column indexes existed get them now
                 self._db.executescript(_filter_indexes(fts[: -len("_fts")]))
+                self._add_text_column(fts[: -len("_fts")])
+
+    def _add_text_column(self, content: str) -> None:
+        """A content table from before texts were kept here (ADR 0566) gets the column, empty: the
+        vector store still holds those chunks' texts, and a chunk written again fills it."""
+        if "text" not in {row[1] for row in self._db.execute(f"PRAGMA table_info({content})")}:
+            self._db.execute(f"ALTER TABLE {content} ADD COLUMN text TEXT")
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:
@@ -211,11 +148,11 @@ class KeywordIndex:
                 CREATE TABLE IF NOT EXISTS {content} (
                     rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_key TEXT NOT NULL,
                     doc_type TEXT, modified INTEGER, event_start INTEGER, location TEXT,
-                    body TEXT NOT NULL);
+                    body TEXT NOT NULL, text TEXT);
                 CREATE INDEX IF NOT EXISTS {content}_doc ON {content}(doc_key);
                 {_filter_indexes(content)}
                 CREATE VIRTUAL TABLE {fts} USING fts5(body, content='{content}', content_rowid='rowid',
-                    tokenize="{_TOKENIZER}");
+                    tokenize="{TOKENIZER}");
                 CREATE TRIGGER {content}_ai AFTER INSERT ON {content} BEGIN
                     INSERT INTO {fts}(rowid, body) VALUES (new.rowid, new.body); END;
                 CREATE TRIGGER {content}_ad AFTER DELETE ON {content} BEGIN
@@ -231,7 +168,7 @@ class KeywordIndex:
         if not chunks:
             return
         rows = [
-            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text))
+            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text), c.text)
             for c in chunks
         ]
         with self._lock, self._writing(user):
@@ -239,7 +176,7 @@ class KeywordIndex:
             self._db.execute("BEGIN")
             # DELETE then INSERT (not REPLACE) so the delete trigger keeps the FTS index in step.
             self._db.executemany(f"DELETE FROM {content} WHERE chunk_id = ?", [(r[0],) for r in rows])
-            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body"))
+            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body", "text"))
             self._db.executemany(f"INSERT INTO {content} ({columns}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
             self._db.execute("COMMIT")
 
@@ -278,6 +215,19 @@ class KeywordIndex:
             script = "".join(f"DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {fts[:-4]};" for fts in names)
             self._db.executescript(f"BEGIN; {script} COMMIT;")
             self._fts_tables.clear()
+
+    @_dropped_reads_as(dict)
+    def texts(self, user: str, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The texts of those of ``chunk_ids`` this index holds one for, by chunk id."""
+        content, fts = self._tables(user)
+        ids = list(dict.fromkeys(chunk_ids))
+        with self._reading() as db:
+            if not ids or not self._exists(fts, db):
+                return {}
+            marks = ", ".join("?" * len(ids))
+            rows = db.execute(f"SELECT chunk_id, text FROM {content} WHERE chunk_id IN ({marks}) AND text IS NOT NULL",
+                              ids)
+            return dict(rows.fetchall())
 
     @_dropped_reads_as(lambda: 0)
     def count(self, user: str) -> int:
@@ -341,7 +291,7 @@ class KeywordIndex:
         score is the negated BM25 (higher is better, comparable within one query only).
 
         In a large index the commonest query terms are left out of the match (see
-        ``MATCH_BUDGET_SHARE``), so BM25 ranks by the rarer ones.
+        ``keyword_terms.MATCH_BUDGET_SHARE``), so BM25 ranks by the rarer ones.
         """
         terms = query_terms(query)
         if not terms or k <= 0:

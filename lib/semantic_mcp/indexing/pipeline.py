@@ -335,11 +335,12 @@ class Pipeline:
 
     def _write(self, user: str, group: list[Written]) -> None:
         """Chunks and ledger of documents of one user; a crash between the writes is harmless (chunk
-        ids are deterministic, and the tasks are completed only after)."""
+        ids are deterministic, and the tasks are completed only after). The keyword index first: it
+        holds the texts hits show (ADR 0566), and a chunk it has that Chroma lacks is not served."""
         recs = [rec for written in group for rec in written.recs]
         if recs:
-            self.store.upsert(user, recs, np.concatenate([written.vectors for written in group]))
             self.keyword.upsert(user, recs)
+            self.store.upsert(user, recs, np.concatenate([written.vectors for written in group]))
         stale = []  # chunks a document that shrank no longer has
         for written in group:
             previous = self.state.indexed(written.task.ref)
