@@ -308,7 +308,8 @@ def main() -> None:
         sys.exit(f"Semantic MCP cannot start: {exc}")
     # asyncio's own loop, never uvloop (which uvicorn would pick wherever it is installed, as in the test
     # venv): under concurrent searches uvloop 0.23 closed a live connection's descriptor, then aborted
-    # the process (docs/adr/0565). The image does not ship it.
+    # the process. Idle connections kept 75 s, past a proxy's pool (5 s): a proxy reusing one as uvicorn
+    # closed it at its default 5 s failed the request (docs/adr/0565).
     run_app(app, loop="asyncio", timeout_keep_alive=75, log_level=os.environ.get("UVICORN_LOG_LEVEL", "warning"))
 
 
