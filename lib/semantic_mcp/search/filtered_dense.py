@@ -33,15 +33,17 @@ class FilteredDense:
     def hits(self, store: VectorStore, keyword: KeywordIndex, user: str, vector: np.ndarray, depth: int,
              filters: SearchFilters) -> list[Hit]:
         """The dense leg's hits, best first: ``depth`` of them, filtered as this plan says (the caller
-        still applies ``filters.matches`` to every hit)."""
+        still applies ``filters.matches`` to every hit), their texts not read (``read_texts`` False:
+        the caller reads those of the few it keeps)."""
         if filters.is_empty:
-            return store.query(user, vector, depth)
+            return store.query(user, vector, depth, read_texts=False)
         total = keyword.count(user)
         passing, ids = keyword.matching_chunks(user, filters, max(self.exact_max, int(self.restrict_share * total)))
         if passing == 0:
             return []
         if ids is not None and len(ids) <= self.exact_max:
-            return store.rank_among(user, vector, ids, depth)
+            return store.rank_among(user, vector, ids, depth, read_texts=False)
         if ids is not None:
-            return store.query(user, vector, depth, among=ids)
-        return store.query(user, vector, min(self.max_fetch, math.ceil(depth * total / passing * 1.5)))
+            return store.query(user, vector, depth, among=ids, read_texts=False)
+        fetch = min(self.max_fetch, math.ceil(depth * total / passing * 1.5))
+        return store.query(user, vector, fetch, read_texts=False)

@@ -21,9 +21,9 @@ chosen over seven sets by ``bench/retrieval_quality.py``: docs/adr/0250 and 0270
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -140,8 +140,8 @@ class HybridRetriever:
     ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
         """Each candidate chunk's (ranking key, score, keyword coverage).
 
-        Hybrid: both kinds of evidence are known for every candidate (a chunk only BM25 found gets
-        its cosine from its stored vector, added to ``dense_cos``; coverage is computed for the
+        Hybrid: both kinds of evidence are known for every candidate (a chunk only BM25 found has
+        its cosine from its stored vector in ``dense_cos`` already; coverage is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
         ``Fusion.rrf()``, by reciprocal rank fusion), under the query's own ``calibration``. Dense mode
@@ -153,12 +153,6 @@ class HybridRetriever:
             scaled = _scaled(bm25, top_only=True)
             return scaled, scaled, {}
         dense_ids = list(dense_cos)
-        missing = [c for c in bm25 if c not in dense_cos]
-        if missing:
-            query = np.asarray(vector, dtype=np.float32)
-            query = query / (np.linalg.norm(query) or 1.0)
-            for chunk_id, stored in self.store.embeddings(user, missing).items():
-                dense_cos[chunk_id] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
         # Keyword hits whose vector is gone (not or no longer in the store) are left out.
         coverage = self.keyword.coverage(user, keyword_query, list(dense_cos))
         if calibration is UNCALIBRATED:
@@ -190,21 +184,34 @@ class HybridRetriever:
         best = 1.0 / (fusion.rrf_k + 1)  # first in both legs (the weights add up to 1)
         return {chunk_id: score / best for chunk_id, score in scores.items()}
 
-    def _across_languages(self, user: str, query: str, chunk_ids: Sequence[str],
+    def _across_languages(self, query: str, chunk_ids: Sequence[str],
                           records: dict[str, ChunkRecord]) -> frozenset[str]:
         """The candidate chunks written in another measured language than ``query`` (ADR 0280), empty
         when the calibration has no ``other_language_bonus`` or the query's language is not clear.
         A chunk's language is stored at index time (``lang``, indexing/pipeline.py); chunks indexed
-        before it was have none and get no offset. Fetches the records of keyword-only chunks into
-        ``records`` (they are fetched for the results anyway)."""
+        before it was have none and get no offset. ``records`` holds every candidate still stored."""
         if not self.calibration().other_language_bonus:
             return frozenset()
         language = detect_language(query)
         if language is None:
             return frozenset()
-        missing = [c for c in chunk_ids if c not in records]
-        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
         return frozenset(c for c in chunk_ids if c in records and records[c].metadata.get("lang", language) != language)
+
+    def _keyword_leg_with_vectors(
+        self, user: str, query: str, depth: int, filters: SearchFilters, known: Container[str] = (),
+    ) -> tuple[list[tuple[str, float]], list[tuple[ChunkRecord, np.ndarray]]]:
+        """The keyword leg's hits (chunk id, BM25) and, read in one request, the stored records (texts
+        unread) and vectors of those not ``known`` to the dense leg: their cosine is computed when the
+        query's vector is there. Beside a Chroma server this runs while the server answers the dense
+        leg, so neither read waits for the other (ADR 0567); hits gone from the vector store are left out."""
+        hits = self.keyword.search(user, query, depth, filters)
+        return hits, self.store.get_with_vectors(user, [c for c, _ in hits if c not in known])
+
+    def _with_texts(self, user: str, chosen: Sequence[ChunkRecord]) -> dict[str, ChunkRecord]:
+        """The chosen records with their texts, read once for the results rather than for each leg's
+        candidates (ADR 0567); a chunk with none (not written yet) keeps None and is not served."""
+        texts = self.store.texts_of(user, [r.chunk_id for r in chosen], [r.text for r in chosen])
+        return {r.chunk_id: replace(r, text=text) for r, text in zip(chosen, texts, strict=True)}
 
     async def search(
         self,
@@ -240,9 +247,10 @@ class HybridRetriever:
         dense_cos: dict[str, float] = {}  # chunk_id -> cosine with the query
         keyword_hits: list[tuple[str, float]] = []  # (chunk_id, BM25), best first
         vector = None
-        keyword_leg: Future[list[tuple[str, float]]] | None = None
+        keyword_leg: Future[tuple[list[tuple[str, float]], list[tuple[ChunkRecord, np.ndarray]]]] | None = None
         if mode == "hybrid" and not self.store.in_process:
-            keyword_leg = self._keyword_leg.submit(self.keyword.search, user, keyword_query or query, depth, filters)
+            keyword_leg = self._keyword_leg.submit(self._keyword_leg_with_vectors, user, keyword_query or query, depth,
+                                                   filters)
 
         if mode in ("hybrid", "dense"):
             vector = self.embedder.embed_query(query)
@@ -253,16 +261,24 @@ class HybridRetriever:
                     dense_best.setdefault(hit.doc_key, hit.score)
                     doc_of[hit.chunk_id] = hit.doc_key
                     records[hit.chunk_id] = ChunkRecord(hit.chunk_id, hit.doc_key, hit.text, hit.metadata)
-        if mode in ("hybrid", "keyword"):
-            keyword_hits = (keyword_leg.result() if keyword_leg is not None
-                            else self.keyword.search(user, keyword_query or query, depth, filters))
-            for chunk_id, _ in keyword_hits:
-                doc_of.setdefault(chunk_id, chunk_id.rsplit("#", 1)[0])
+        if mode == "keyword":
+            keyword_hits = self.keyword.search(user, keyword_query or query, depth, filters)
+        elif mode == "hybrid":
+            keyword_hits, stored = (keyword_leg.result() if keyword_leg is not None else
+                                    self._keyword_leg_with_vectors(user, keyword_query or query, depth, filters, dense_cos))
+            unit = np.asarray(vector, dtype=np.float32)
+            unit = unit / (np.linalg.norm(unit) or 1.0)
+            for record, stored_vector in stored:  # a chunk only BM25 found gets its cosine from its vector
+                if record.chunk_id not in dense_cos:
+                    dense_cos[record.chunk_id] = float(stored_vector @ unit / (np.linalg.norm(stored_vector) or 1.0))
+                    records[record.chunk_id] = record
+        for chunk_id, _ in keyword_hits:
+            doc_of.setdefault(chunk_id, chunk_id.rsplit("#", 1)[0])
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
         calibration = self.calibration().for_query(keyword_query or query)  # what the keyword leg matches
-        across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
+        across = (self._across_languages(query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
         rank_key, chunk_scores, coverage = self._mix(
             user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration, across
@@ -276,12 +292,13 @@ class HybridRetriever:
         top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
         floor = self.noise.of(vector) if vector is not None and calibration.noise_margin is not None else None
-        missing = [best_chunk[d] for d in top if best_chunk[d] not in records]
-        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing))
+        missing = [best_chunk[d] for d in top if best_chunk[d] not in records]  # keyword mode: no vectors read
+        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing, read_texts=False))
+        records.update(self._with_texts(user, [records[best_chunk[d]] for d in top if best_chunk[d] in records]))
         candidates = []
         for doc_key in top:
             record = records.get(best_chunk[doc_key])
-            if record is None:  # in the keyword index but not (yet, or any more) in the vector store
+            if record is None or record.text is None:  # in one index but not (yet, or any more) in both
                 continue
             candidates.append(
                 Candidate(
