@@ -28,8 +28,8 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests", Path(__file__).parent):
 
 import org_search  # noqa: E402
 
-STAGES = {"VectorStore": ("query", "rank_among", "get_chunks", "get_with_vectors", "embeddings", "texts_of"),
-          "KeywordIndex": ("search", "coverage", "texts")}
+STAGES = {"VectorStore": ("query", "rank_among", "get_chunks", "embeddings", "texts_of"),
+          "KeywordIndex": ("search", "coverage", "texts", "languages")}
 
 
 def _timed(cls: type, name: str, stages: dict[str, list[float]]) -> None:

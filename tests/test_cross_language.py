@@ -95,6 +95,24 @@ CUT_WITHOUT_OFFSET = [
 ]
 
 
+def test_an_index_that_recorded_no_languages_gets_the_offset_from_the_vector_store(
+    crosslang: tuple[HybridRetriever, dict[str, str]],
+) -> None:
+    """ADR 0568: languages come from the keyword index; tables written before it recorded them leave them
+    NULL, and the search reads those candidates' metadata from the vector store instead."""
+    retriever, answers = crosslang
+    db, (content, _) = retriever.keyword._db, retriever.keyword._tables(USER)
+    recorded = db.execute(f"SELECT lang, chunk_id FROM {content}").fetchall()
+    assert {lang for lang, _ in recorded} >= {"de", "en", "fr", "es"}
+    db.execute(f"UPDATE {content} SET lang = NULL")
+    try:
+        for question in CUT_WITHOUT_OFFSET:
+            returned = [c.metadata["title"] for c in as_the_app_returns(retriever, question, 10)]
+            assert answers[question] in returned[:5], (question, returned)
+    finally:
+        db.executemany(f"UPDATE {content} SET lang = ? WHERE chunk_id = ?", recorded)
+
+
 # Cut by ADR 0280's cut-off (bench/RESULTS-crosslang.md): ranked in the first five, then under the score
 # (de→en) or the noise floor (es→en, es→fr).
 CUT_BEFORE_THE_NEAR_TIE = [

@@ -219,3 +219,27 @@ def test_common_terms_leave_the_match_but_not_the_coverage(tmp_path: Path) -> No
     # Small indexes keep every term (the budget's floor).
     assert match_terms(["a", "b"], {"a": 3, "b": 3}, 4) == ["a", "b"]
     kw.close()
+
+
+def test_languages_are_read_from_an_index_and_old_tables_get_the_column(tmp_path: Path) -> None:
+    """ADR 0568: a search reads its candidates' languages here, from an index alone (not their rows)."""
+    index = KeywordIndex(tmp_path / "keyword.db")
+    index.upsert("alice", [record("note:1", 0, "Hallo Welt", lang="de"), record("note:2", 0, "zzqx")])
+    assert index.languages("alice", ["note:1#0", "note:2#0", "missing#0"]) == {"note:1#0": "de", "note:2#0": ""}
+    assert index.languages("bob", ["note:1#0"]) == {}
+    content, _ = index._tables("alice")
+    plan = index._db.execute(f"EXPLAIN QUERY PLAN SELECT chunk_id, lang FROM {content} "
+                             "WHERE chunk_id IN (?, ?) AND lang IS NOT NULL", ["note:1#0", "note:2#0"]).fetchall()
+    assert "COVERING INDEX" in str(plan), plan
+
+    index._db.executescript(f"DROP INDEX {content}_lang; ALTER TABLE {content} DROP COLUMN lang;")  # as before it
+    index.close()
+    reopened = KeywordIndex(tmp_path / "keyword.db")  # the column is added; the index is not built at start-up
+    assert f"{content}_lang" not in {n for (n,) in reopened._db.execute("SELECT name FROM sqlite_master")}
+    reopened.upsert("alice", [record("note:1", 0, "Hallo Welt", lang="de")])
+    assert reopened.languages("alice", ["note:1#0"]) == {}  # an old table: the search reads the vector store's
+    reopened.clear()  # a re-index from scratch makes new tables, with the index
+    reopened.upsert("alice", [record("note:1", 0, "Hallo Welt", lang="de")])
+    assert reopened.languages("alice", ["note:1#0", "note:2#0"]) == {"note:1#0": "de"}
+    reopened.delete_user("alice")
+    assert reopened.languages("alice", ["note:1#0"]) == {}

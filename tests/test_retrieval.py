@@ -403,7 +403,9 @@ def test_a_search_reads_the_texts_of_its_results_only(
     retriever, reads = texts_read
     reads.clear()
     found = retriever.search_sync("alice", "printer part K7R-99Q2", 2, filters, mode)  # type: ignore[arg-type]
-    written = {r.chunk_id: r.text for doc in DOCS for r in records(doc)}
-    assert len(found) == 2 and [c.text for c in found] == [written[c.chunk_id] for c in found]
+    written = {r.chunk_id: r for doc in DOCS for r in records(doc)}
+    assert len(found) == 2 and [c.text for c in found] == [written[c.chunk_id].text for c in found]
+    # Unfiltered, the dense leg reads ids alone (ADR 0568); the results still carry all their metadata.
+    assert all(c.metadata["title"] == written[c.chunk_id].metadata["title"] and c.metadata["link"] for c in found)
     assert reads == [[c.chunk_id for c in found]]
     assert "note:8" not in keys(retriever.search_sync("alice", "printer toner", 7, filters, mode))  # type: ignore[arg-type]

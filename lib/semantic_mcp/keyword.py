@@ -31,6 +31,10 @@ from .store import ChunkRecord
 _FILTER_COLUMNS = ("doc_type", "modified", "event_start", "location")  # what SearchFilters.to_sql reads
 
 
+# A search reads its candidates' languages from this index alone, not from their rows (ADR 0568).
+_LANGUAGE_INDEX = "CREATE INDEX IF NOT EXISTS {content}_lang ON {content}(chunk_id, lang)"
+
+
 def _filter_indexes(content: str) -> str:
     """Indexes on the filter columns: the dense leg's filtered searches select chunk ids here."""
     return "".join(
@@ -85,15 +89,22 @@ class KeywordIndex:
             self._fts_tables = {name for (name,) in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'kw_*_fts'"
             ).fetchall()}
+            self._language_indexes = {name for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND name GLOB 'kw_*_lang'"
+            ).fetchall()}
             for fts in self._fts_tables:  # tables created before the filter-column indexes existed get them now
                 self._db.executescript(_filter_indexes(fts[: -len("_fts")]))
-                self._add_text_column(fts[: -len("_fts")])
+                self._add_columns(fts[: -len("_fts")])
 
-    def _add_text_column(self, content: str) -> None:
-        """A content table from before texts were kept here (ADR 0566) gets the column, empty: the
-        vector store still holds those chunks' texts, and a chunk written again fills it."""
-        if "text" not in {row[1] for row in self._db.execute(f"PRAGMA table_info({content})")}:
-            self._db.execute(f"ALTER TABLE {content} ADD COLUMN text TEXT")
+    def _add_columns(self, content: str) -> None:
+        """A content table from before texts (ADR 0566) or languages (ADR 0568) were kept here gets
+        the columns, empty (NULL: not recorded): the vector store still holds those chunks' texts and
+        metadata, and a chunk written again fills them. Not the language index: built at start-up it
+        took 463 s at a million chunks, and the old rows have no language to index."""
+        have = {row[1] for row in self._db.execute(f"PRAGMA table_info({content})")}
+        for column in ("text", "lang"):
+            if column not in have:
+                self._db.execute(f"ALTER TABLE {content} ADD COLUMN {column} TEXT")
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:
@@ -148,8 +159,9 @@ class KeywordIndex:
                 CREATE TABLE IF NOT EXISTS {content} (
                     rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_key TEXT NOT NULL,
                     doc_type TEXT, modified INTEGER, event_start INTEGER, location TEXT,
-                    body TEXT NOT NULL, text TEXT);
+                    body TEXT NOT NULL, text TEXT, lang TEXT);
                 CREATE INDEX IF NOT EXISTS {content}_doc ON {content}(doc_key);
+                {_LANGUAGE_INDEX.format(content=content)};
                 {_filter_indexes(content)}
                 CREATE VIRTUAL TABLE {fts} USING fts5(body, content='{content}', content_rowid='rowid',
                     tokenize="{TOKENIZER}");
@@ -161,6 +173,7 @@ class KeywordIndex:
                 """
             )
             self._fts_tables.add(fts)
+            self._language_indexes.add(f"{content}_lang")
         return content, fts
 
     def upsert(self, user: str, chunks: Sequence[ChunkRecord]) -> None:
@@ -168,7 +181,8 @@ class KeywordIndex:
         if not chunks:
             return
         rows = [
-            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text), c.text)
+            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text), c.text,
+             str(c.metadata.get("lang") or ""))  # "": no language detected (NULL: not recorded, ADR 0568)
             for c in chunks
         ]
         with self._lock, self._writing(user):
@@ -176,7 +190,7 @@ class KeywordIndex:
             self._db.execute("BEGIN")
             # DELETE then INSERT (not REPLACE) so the delete trigger keeps the FTS index in step.
             self._db.executemany(f"DELETE FROM {content} WHERE chunk_id = ?", [(r[0],) for r in rows])
-            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body", "text"))
+            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body", "text", "lang"))
             self._db.executemany(f"INSERT INTO {content} ({columns}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
             self._db.execute("COMMIT")
 
@@ -200,6 +214,7 @@ class KeywordIndex:
         with self._lock, self._writing(user):
             self._db.executescript(f"BEGIN; DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {content}; COMMIT;")
             self._fts_tables.discard(fts)
+            self._language_indexes.discard(f"{content}_lang")
 
     def clear(self) -> None:
         """Drop every user's tables (a re-index from scratch)."""
@@ -215,18 +230,31 @@ class KeywordIndex:
             script = "".join(f"DROP TABLE IF EXISTS {fts}; DROP TABLE IF EXISTS {fts[:-4]};" for fts in names)
             self._db.executescript(f"BEGIN; {script} COMMIT;")
             self._fts_tables.clear()
+            self._language_indexes.clear()
 
     @_dropped_reads_as(dict)
     def texts(self, user: str, chunk_ids: Sequence[str]) -> dict[str, str]:
         """The texts of those of ``chunk_ids`` this index holds one for, by chunk id."""
+        return self._column(user, "text", chunk_ids)
+
+    @_dropped_reads_as(dict)
+    def languages(self, user: str, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The language (``lang``, "" for none detected) of those of ``chunk_ids`` this index recorded one
+        for, by chunk id: a search's candidates' without asking the vector store (ADR 0568). Nothing for
+        a user's tables made before that, which have no language index (their rows no language)."""
+        content, _ = self._tables(user)
+        return self._column(user, "lang", chunk_ids) if f"{content}_lang" in self._language_indexes else {}
+
+    def _column(self, user: str, column: str, chunk_ids: Sequence[str]) -> dict[str, str]:
         content, fts = self._tables(user)
         ids = list(dict.fromkeys(chunk_ids))
         with self._reading() as db:
             if not ids or not self._exists(fts, db):
                 return {}
             marks = ", ".join("?" * len(ids))
-            rows = db.execute(f"SELECT chunk_id, text FROM {content} WHERE chunk_id IN ({marks}) AND text IS NOT NULL",
-                              ids)
+            rows = db.execute(
+                f"SELECT chunk_id, {column} FROM {content} WHERE chunk_id IN ({marks}) AND {column} IS NOT NULL", ids
+            )
             return dict(rows.fetchall())
 
     @_dropped_reads_as(lambda: 0)

@@ -282,7 +282,7 @@ class VectorStore:
     @_guarded
     def query(
         self, user: str, embedding: np.ndarray, k: int, *, among: Sequence[str] | None = None,
-        read_texts: bool = True,
+        read_texts: bool = True, ids_only: bool = False,
     ) -> list[Hit]:
         """The ``k`` nearest chunks of ``user``, best first; only chunks among ``among`` when given.
 
@@ -292,20 +292,22 @@ class VectorStore:
 
         ``read_texts`` False: the hits carry what Chroma kept (None since ADR 0566), for a caller
         that keeps a few of many and reads their texts with :meth:`texts_of` (the search, ADR 0567).
+        ``ids_only``: nor their metadata (empty, the doc key from the chunk id): Chroma's query with
+        its hits' metadata took twice as long at a million chunks (ADR 0568); no texts either.
         """
         collection = self._collection(user, create=False)
         if collection is None or k <= 0 or (among is not None and not among):
             return []
-        return self._query(user, collection, embedding, k, among, read_texts)
+        return self._query(user, collection, embedding, k, among, read_texts and not ids_only, ids_only)
 
     def _query(self, user: str, collection: Collection, embedding: np.ndarray, k: int,
-               among: Sequence[str] | None = None, read_texts: bool = True) -> list[Hit]:
+               among: Sequence[str] | None = None, read_texts: bool = True, ids_only: bool = False) -> list[Hit]:
         try:
             result = collection.query(
                 query_embeddings=[np.asarray(embedding, dtype=np.float32)],
                 n_results=k,
                 ids=list(among) if among is not None else None,
-                include=["documents", "metadatas", "distances"],
+                include=["distances"] if ids_only else ["documents", "metadatas", "distances"],
             )
         except InternalError as exc:
             if among is None or "finding id" not in str(exc):
@@ -315,9 +317,12 @@ class VectorStore:
             # search unrestricted, deep enough, and keep the hits among the ids.
             wanted = set(among)
             fetch = min(10 * k, max(k, k * collection.count() // max(1, len(wanted)) * 2))
-            hits = self._query(user, collection, embedding, fetch, read_texts=read_texts)
+            hits = self._query(user, collection, embedding, fetch, read_texts=read_texts, ids_only=ids_only)
             return [hit for hit in hits if hit.chunk_id in wanted][:k]
         ids = result["ids"][0]
+        if ids_only:
+            return [Hit(chunk_id, chunk_id.rsplit("#", 1)[0], 1.0 - float(distance), None, {})  # type: ignore[arg-type]
+                    for chunk_id, distance in zip(ids, result["distances"][0], strict=True)]
         texts = self._texts(user, ids, result["documents"][0], read_texts)
         return [
             Hit(chunk_id, str(meta["doc_key"]), 1.0 - float(distance), text, dict(meta))
@@ -366,29 +371,14 @@ class VectorStore:
     def get_chunks(self, user: str, chunk_ids: Sequence[str], read_texts: bool = True) -> list[ChunkRecord]:
         """The stored chunks among ``chunk_ids``, in the order asked (missing ones left out);
         ``read_texts`` as in :meth:`query`."""
-        return [record for record, _ in self._get(user, chunk_ids, read_texts, with_vectors=False)]
-
-    @_guarded
-    def get_with_vectors(self, user: str, chunk_ids: Sequence[str]) -> list[tuple[ChunkRecord, np.ndarray]]:
-        """The stored chunks among ``chunk_ids`` with their vectors, in the order asked, texts not read
-        (``read_texts`` False in :meth:`query`): one request for what the search needs of the chunks
-        only its keyword leg found (ADR 0567)."""
-        return self._get(user, chunk_ids, read_texts=False, with_vectors=True)
-
-    def _get(self, user: str, chunk_ids: Sequence[str], read_texts: bool,
-             with_vectors: bool) -> list[tuple[ChunkRecord, np.ndarray]]:
         collection = self._collection(user, create=False)
         if collection is None or not chunk_ids:
             return []
-        result = chroma_local.get_by_ids(
-            collection, chunk_ids, ["documents", "metadatas", *(["embeddings"] if with_vectors else [])]
-        )
+        result = chroma_local.get_by_ids(collection, chunk_ids, ["documents", "metadatas"])
         texts = self._texts(user, result["ids"], result["documents"], read_texts)
-        vectors = (np.asarray(result["embeddings"], dtype=np.float32) if with_vectors and result["ids"]
-                   else np.zeros((len(result["ids"]), 0), dtype=np.float32))
         found = {
-            chunk_id: (ChunkRecord(chunk_id, str(meta["doc_key"]), text, dict(meta)), vector)
-            for chunk_id, text, meta, vector in zip(result["ids"], texts, result["metadatas"], vectors, strict=True)
+            chunk_id: ChunkRecord(chunk_id, str(meta["doc_key"]), text, dict(meta))
+            for chunk_id, text, meta in zip(result["ids"], texts, result["metadatas"], strict=True)
             if text is not None or not read_texts
         }
         return [found[i] for i in chunk_ids if i in found]

@@ -34,9 +34,9 @@ class FilteredDense:
              filters: SearchFilters) -> list[Hit]:
         """The dense leg's hits, best first: ``depth`` of them, filtered as this plan says (the caller
         still applies ``filters.matches`` to every hit), their texts not read (``read_texts`` False:
-        the caller reads those of the few it keeps)."""
+        the caller reads those of the few it keeps); unfiltered, their metadata neither (``ids_only``)."""
         if filters.is_empty:
-            return store.query(user, vector, depth, read_texts=False)
+            return store.query(user, vector, depth, ids_only=True)
         total = keyword.count(user)
         passing, ids = keyword.matching_chunks(user, filters, max(self.exact_max, int(self.restrict_share * total)))
         if passing == 0:

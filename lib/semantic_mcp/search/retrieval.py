@@ -184,28 +184,35 @@ class HybridRetriever:
         best = 1.0 / (fusion.rrf_k + 1)  # first in both legs (the weights add up to 1)
         return {chunk_id: score / best for chunk_id, score in scores.items()}
 
-    def _across_languages(self, query: str, chunk_ids: Sequence[str],
+    def _across_languages(self, user: str, query: str, chunk_ids: Sequence[str],
                           records: dict[str, ChunkRecord]) -> frozenset[str]:
         """The candidate chunks written in another measured language than ``query`` (ADR 0280), empty
         when the calibration has no ``other_language_bonus`` or the query's language is not clear.
         A chunk's language is stored at index time (``lang``, indexing/pipeline.py); chunks indexed
-        before it was have none and get no offset. ``records`` holds every candidate still stored."""
+        before it was have none and get no offset. The languages come from the keyword index (ADR 0568),
+        for chunks written before it recorded them from ``records``' metadata, read for them if not yet."""
         if not self.calibration().other_language_bonus:
             return frozenset()
         language = detect_language(query)
         if language is None:
             return frozenset()
-        return frozenset(c for c in chunk_ids if c in records and records[c].metadata.get("lang", language) != language)
+        languages = self.keyword.languages(user, chunk_ids)
+        unrecorded = [c for c in chunk_ids if c not in languages and c in records and not records[c].metadata]
+        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, unrecorded, read_texts=False))
+        for chunk_id in chunk_ids:
+            if chunk_id not in languages and chunk_id in records:
+                languages[chunk_id] = str(records[chunk_id].metadata.get("lang", ""))
+        return frozenset(c for c in chunk_ids if c in records and languages.get(c, "") not in ("", language))
 
     def _keyword_leg_with_vectors(
         self, user: str, query: str, depth: int, filters: SearchFilters, known: Container[str] = (),
-    ) -> tuple[list[tuple[str, float]], list[tuple[ChunkRecord, np.ndarray]]]:
-        """The keyword leg's hits (chunk id, BM25) and, read in one request, the stored records (texts
-        unread) and vectors of those not ``known`` to the dense leg: their cosine is computed when the
-        query's vector is there. Beside a Chroma server this runs while the server answers the dense
-        leg, so neither read waits for the other (ADR 0567); hits gone from the vector store are left out."""
+    ) -> tuple[list[tuple[str, float]], dict[str, np.ndarray]]:
+        """The keyword leg's hits (chunk id, BM25) and the stored vectors of those not ``known`` to the
+        dense leg: their cosine is computed when the query's vector is there. Beside a Chroma server this
+        runs while the server answers the dense leg, so neither read waits for the other (ADR 0567);
+        hits gone from the vector store are left out."""
         hits = self.keyword.search(user, query, depth, filters)
-        return hits, self.store.get_with_vectors(user, [c for c, _ in hits if c not in known])
+        return hits, self.store.embeddings(user, [c for c, _ in hits if c not in known])
 
     def _with_texts(self, user: str, chosen: Sequence[ChunkRecord]) -> dict[str, ChunkRecord]:
         """The chosen records with their texts, read once for the results rather than for each leg's
@@ -247,7 +254,7 @@ class HybridRetriever:
         dense_cos: dict[str, float] = {}  # chunk_id -> cosine with the query
         keyword_hits: list[tuple[str, float]] = []  # (chunk_id, BM25), best first
         vector = None
-        keyword_leg: Future[tuple[list[tuple[str, float]], list[tuple[ChunkRecord, np.ndarray]]]] | None = None
+        keyword_leg: Future[tuple[list[tuple[str, float]], dict[str, np.ndarray]]] | None = None
         if mode == "hybrid" and not self.store.in_process:
             keyword_leg = self._keyword_leg.submit(self._keyword_leg_with_vectors, user, keyword_query or query, depth,
                                                    filters)
@@ -268,17 +275,17 @@ class HybridRetriever:
                                     self._keyword_leg_with_vectors(user, keyword_query or query, depth, filters, dense_cos))
             unit = np.asarray(vector, dtype=np.float32)
             unit = unit / (np.linalg.norm(unit) or 1.0)
-            for record, stored_vector in stored:  # a chunk only BM25 found gets its cosine from its vector
-                if record.chunk_id not in dense_cos:
-                    dense_cos[record.chunk_id] = float(stored_vector @ unit / (np.linalg.norm(stored_vector) or 1.0))
-                    records[record.chunk_id] = record
+            for chunk_id, stored_vector in stored.items():  # a chunk only BM25 found: its cosine from its vector
+                if chunk_id not in dense_cos:
+                    dense_cos[chunk_id] = float(stored_vector @ unit / (np.linalg.norm(stored_vector) or 1.0))
+                    records[chunk_id] = ChunkRecord(chunk_id, chunk_id.rsplit("#", 1)[0], None, {})  # type: ignore[arg-type]
         for chunk_id, _ in keyword_hits:
             doc_of.setdefault(chunk_id, chunk_id.rsplit("#", 1)[0])
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
         calibration = self.calibration().for_query(keyword_query or query)  # what the keyword leg matches
-        across = (self._across_languages(query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
+        across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
         rank_key, chunk_scores, coverage = self._mix(
             user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration, across
@@ -292,13 +299,14 @@ class HybridRetriever:
         top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
         floor = self.noise.of(vector) if vector is not None and calibration.noise_margin is not None else None
-        missing = [best_chunk[d] for d in top if best_chunk[d] not in records]  # keyword mode: no vectors read
-        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, missing, read_texts=False))
+        # The results' metadata where the legs read ids alone (ADR 0568), and their texts (ADR 0567).
+        unread = [best_chunk[d] for d in top if best_chunk[d] not in records or not records[best_chunk[d]].metadata]
+        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, unread, read_texts=False))
         records.update(self._with_texts(user, [records[best_chunk[d]] for d in top if best_chunk[d] in records]))
         candidates = []
         for doc_key in top:
             record = records.get(best_chunk[doc_key])
-            if record is None or record.text is None:  # in one index but not (yet, or any more) in both
+            if record is None or record.text is None or not record.metadata:  # not (yet, or any more) in both indexes
                 continue
             candidates.append(
                 Candidate(
