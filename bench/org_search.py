@@ -195,16 +195,19 @@ def _rss_mb(pid: int | str = "self") -> tuple[float, float]:
     return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
 
 
-async def _probe(args: dict) -> dict:
+async def open_engine(storage: Path, stub_url: str, host: str | None = None, port: int | None = None,
+                      chroma_memory_mb: int | None = None):  # noqa: ANN201
+    """The app's ``Engine`` on ``storage`` as a search opens it: the OpenAI-compatible backend against the
+    stub, a Chroma server at ``host:port`` if given; the Nextcloud re-check of hits and the account check
+    stubbed (requests to Nextcloud, measured in search_latency.py)."""
     from semantic_mcp.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
-    from semantic_mcp.filters import SearchFilters
     from semantic_mcp.nextcloud import NextcloudClient
     from semantic_mcp.search.verify import Verification
 
-    settings = AdminSettings(embedding_backend="openai", embedding_url=args["stub"], embedding_model="stub")
-    deployment = Deployment(storage=Path(args["storage"]), chroma_host=args.get("host"), chroma_port=args.get("port") or 8000,
-                            **({"chroma_memory_mb": args["chroma_memory_mb"]} if "chroma_memory_mb" in args else {}))
+    settings = AdminSettings(embedding_backend="openai", embedding_url=stub_url, embedding_model="stub")
+    deployment = Deployment(storage=storage, chroma_host=host, chroma_port=port or 8000,
+                            **({"chroma_memory_mb": chroma_memory_mb} if chroma_memory_mb is not None else {}))
 
     async def no_users() -> list[str]:
         return []
@@ -220,6 +223,14 @@ async def _probe(args: dict) -> dict:
     engine.verifier.verify = keep_all  # type: ignore[method-assign]
     engine.search.before_retrieval = None  # the account check: a request to Nextcloud, cached per user
     await engine.prepare(progress)
+    return engine
+
+
+async def _probe(args: dict) -> dict:
+    from semantic_mcp.filters import SearchFilters
+
+    engine = await open_engine(Path(args["storage"]), args["stub"], args.get("host"), args.get("port"),
+                               args.get("chroma_memory_mb"))
     embedder, embedding = engine.embedder(), [0.0]  # the query's embedding: a request to the stub, timed apart
     embed_query = embedder.embed_query
 

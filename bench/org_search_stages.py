@@ -53,12 +53,8 @@ def _summary(label: str, values: list[float]) -> str:
 
 async def stages(storage: Path, server: org_search.ChromaServer | None, queries: int, memory: int | None) -> None:
     from org_processes import EmbeddingStub
-    from semantic_mcp.config import AdminSettings, Deployment
-    from semantic_mcp.engine import Engine
     from semantic_mcp.filters import SearchFilters
     from semantic_mcp.keyword import KeywordIndex
-    from semantic_mcp.nextcloud import NextcloudClient
-    from semantic_mcp.search.verify import Verification
     from semantic_mcp.store import VectorStore
 
     timings: dict[str, list[float]] = defaultdict(list)
@@ -68,24 +64,8 @@ async def stages(storage: Path, server: org_search.ChromaServer | None, queries:
                 _timed(cls, name, timings)
     stub = EmbeddingStub(0.0)
     try:
-        settings = AdminSettings(embedding_backend="openai", embedding_url=stub.url, embedding_model="stub")
-        deployment = Deployment(storage=storage, chroma_host="127.0.0.1" if server else None,
-                                chroma_port=server.port if server else 8000,
-                                **({"chroma_memory_mb": memory} if memory is not None else {}))
-
-        async def no_users() -> list[str]:
-            return []
-
-        async def progress(percent: int, message: str) -> None:
-            return None
-
-        async def keep_all(user: str, hits: list) -> Verification:
-            return Verification(list(hits), [], 0)
-
-        engine = Engine(deployment, NextcloudClient("http://127.0.0.1:9", lambda user: {}), lambda: settings, no_users)
-        engine.verifier.verify = keep_all  # type: ignore[method-assign]
-        engine.search.before_retrieval = None
-        await engine.prepare(progress)
+        engine = await org_search.open_engine(storage, stub.url, "127.0.0.1" if server else None,
+                                              server.port if server else None, memory)
         built = json.loads((storage / "built.json").read_text())
         pairs = org_search.plan(built["users"], built["chunks"], queries, built.get("users_done", built["users"]))
         await engine.search.retrieve(pairs[0][0], pairs[0][1], 10, SearchFilters())

@@ -68,6 +68,11 @@ class ChunkRecord:
     metadata: Mapping[str, MetadataValue]
 
 
+def chunk_doc_key(chunk_id: str) -> str:
+    """The document key of a chunk id (``f"{doc_key}#{index}"``, :class:`ChunkRecord`)."""
+    return chunk_id.rsplit("#", 1)[0]
+
+
 @dataclass(frozen=True)
 class Hit:
     """A chunk found by vector search; ``score`` is the cosine similarity (1 - cosine distance),
@@ -321,7 +326,7 @@ class VectorStore:
             return [hit for hit in hits if hit.chunk_id in wanted][:k]
         ids = result["ids"][0]
         if ids_only:
-            return [Hit(chunk_id, chunk_id.rsplit("#", 1)[0], 1.0 - float(distance), None, {})  # type: ignore[arg-type]
+            return [Hit(chunk_id, chunk_doc_key(chunk_id), 1.0 - float(distance), None, {})  # type: ignore[arg-type]
                     for chunk_id, distance in zip(ids, result["distances"][0], strict=True)]
         texts = self._texts(user, ids, result["documents"][0], read_texts)
         return [

@@ -31,7 +31,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..language import detect_language
-from ..store import ChunkRecord, VectorStore
+from ..store import ChunkRecord, VectorStore, chunk_doc_key
 from ..filters import SearchFilters
 from .calibration import RELATIVE_KEYWORD_WEIGHT, UNCALIBRATED, Calibration, calibration_for
 from .filtered_dense import FilteredDense
@@ -197,11 +197,10 @@ class HybridRetriever:
         if language is None:
             return frozenset()
         languages = self.keyword.languages(user, chunk_ids)
-        unrecorded = [c for c in chunk_ids if c not in languages and c in records and not records[c].metadata]
-        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, unrecorded, read_texts=False))
-        for chunk_id in chunk_ids:
-            if chunk_id not in languages and chunk_id in records:
-                languages[chunk_id] = str(records[chunk_id].metadata.get("lang", ""))
+        unrecorded = [c for c in chunk_ids if c not in languages and c in records]
+        unread = [c for c in unrecorded if not records[c].metadata]
+        records.update((r.chunk_id, r) for r in self.store.get_chunks(user, unread, read_texts=False))
+        languages.update((c, str(records[c].metadata.get("lang", ""))) for c in unrecorded)
         return frozenset(c for c in chunk_ids if c in records and languages.get(c, "") not in ("", language))
 
     def _keyword_leg_with_vectors(
@@ -278,9 +277,9 @@ class HybridRetriever:
             for chunk_id, stored_vector in stored.items():  # a chunk only BM25 found: its cosine from its vector
                 if chunk_id not in dense_cos:
                     dense_cos[chunk_id] = float(stored_vector @ unit / (np.linalg.norm(stored_vector) or 1.0))
-                    records[chunk_id] = ChunkRecord(chunk_id, chunk_id.rsplit("#", 1)[0], None, {})  # type: ignore[arg-type]
+                    records[chunk_id] = ChunkRecord(chunk_id, chunk_doc_key(chunk_id), None, {})  # type: ignore[arg-type]
         for chunk_id, _ in keyword_hits:
-            doc_of.setdefault(chunk_id, chunk_id.rsplit("#", 1)[0])
+            doc_of.setdefault(chunk_id, chunk_doc_key(chunk_id))
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
