@@ -87,3 +87,44 @@ def test_chunks_never_span_two_pages_and_name_theirs() -> None:
         others = {f"Page {n}" for n in (1, 2, 3)} - {chunk.section}
         assert not any(other in chunk.text for other in others), chunk
     assert "File: r.pdf" in chunks[0].text and "Short first page." in chunks[0].text
+
+
+def test_the_size_shortcuts_give_what_the_plain_definitions_give() -> None:
+    """ADR 0569 computes sizes without rescanning; the result must be the definition's: the longest
+    prefix within the budget, and words packed up to it (against plain references, mixed scripts)."""
+    import random
+
+    from semantic_mcp.indexing.chunking import _cut, _hard_split
+
+    def cut_reference(text: str, budget: int) -> str:
+        return max((text[:n] for n in range(len(text) + 1) if _size(text[:n]) <= budget), key=len)
+
+    def hard_split_reference(text: str, budget: int) -> list[tuple[str, str]]:
+        tokens: list[tuple[str, str]] = []  # words, a longer one cut by characters
+        for word in text.split():
+            sep = " "
+            while _size(word) > budget:
+                head = cut_reference(word, budget)
+                tokens.append((sep, head))
+                word, sep = word[len(head):], ""
+            tokens.append((sep, word))
+        pieces: list[tuple[str, str]] = []  # packed: each piece rendered whole and measured again
+        for sep, token in tokens:
+            if pieces and _size(pieces[-1][1] + sep + token) <= budget:
+                pieces[-1] = (pieces[-1][0], pieces[-1][1] + sep + token)
+            else:
+                pieces.append((sep, token))
+        return pieces
+
+    rng = random.Random(5)
+    alphabet = ["a", "b", "Z", "é", "ß", "漢", "字", "한", "  ", "\t", " "]
+    for _ in range(400):
+        text = "".join(rng.choice(alphabet) * rng.randint(1, 9) for _ in range(rng.randint(0, 30)))
+        budget = rng.randint(2, 40)
+        assert _cut(text, budget) == cut_reference(text, budget)
+        assert _size(text) == len(text) + sum(char in "漢字한" for char in text)
+        assert _hard_split(text, budget) == hard_split_reference(text, budget), (text, budget)
+    long_unspaced = "漢字テキスト" * 600  # once quadratic: seconds a document
+    chunks = chunk_document(doc(long_unspaced, title="長い"), max_chars=300, overlap=50)
+    assert "".join(c.text.removeprefix("長い").strip() for c in chunks) == long_unspaced
+    assert all(_size(c.text) <= 300 for c in chunks)

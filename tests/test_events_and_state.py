@@ -11,6 +11,7 @@ import pytest
 from semantic_mcp.documents import DocRef
 from semantic_mcp.indexing.events import MalformedEvent, plan_event
 from semantic_mcp.indexing.state import IndexState
+from semantic_mcp.indexing.turns import MIN_TURN
 
 WIRE = Path(__file__).resolve().parents[2] / "shared" / "nextcloud-32-wire"
 
@@ -55,17 +56,30 @@ def test_a_change_a_user_just_made_goes_before_any_catching_up(state: IndexState
 
 
 def test_users_take_turns_so_a_big_backfill_holds_nobody_up(state: IndexState) -> None:
+    turn = MIN_TURN  # a user's documents in a turn are written together: one Chroma write (ADR 0569)
     state.enqueue([DocRef("big", "file", str(i)) for i in range(2000)], "upsert")
-    state.enqueue([DocRef("new", "file", str(i)) for i in range(20)], "upsert")
-    assert [t.ref.user for t in state.claim(8)] == ["big", "new"] * 4
+    state.enqueue([DocRef("new", "file", str(i)) for i in range(2 * turn)], "upsert")
+    assert [t.ref.user for t in state.claim(2 * turn)] == ["big", "new"] * turn
     for n in range(40):  # a small organisation: everyone served once before anyone twice
-        state.enqueue([DocRef(f"user{n:02d}", "file", str(i)) for i in range(5)], "upsert")
-    turns = [[t.ref.user for t in state.claim(8)] for _ in range(21)]
-    assert all(len(turn) == 8 and len(set(turn)) == 2 for turn in turns)  # 4 each: written together
-    served = [user for turn in turns for user in set(turn)]
+        state.enqueue([DocRef(f"user{n:02d}", "file", str(i)) for i in range(turn + 1)], "upsert")
+    turns = [[t.ref.user for t in state.claim(2 * turn)] for _ in range(21)]
+    assert all(len(each) == 2 * turn and len(set(each)) == 2 for each in turns)
+    served = [user for each in turns for user in set(each)]
     assert len(set(served)) == len(served) == 42
     assert set(turns[-1]) == {"big", "new"}  # served before: after everyone who never was
-    assert {task.ref.user for task in state.claim(8)} == {"user00", "user01"}  # round two
+    round_two = {task.ref.user for task in state.claim(2 * turn)}  # a task left each: room for 2 × turn users
+    assert round_two == {f"user{n:02d}" for n in range(2 * turn)}
+
+
+def test_users_with_a_few_tasks_leave_room_for_the_next_in_line(state: IndexState) -> None:
+    for n in range(10):  # the end of a backfill: many users, a task or two each
+        state.enqueue([DocRef(f"user{n}", "file", str(i)) for i in range(n % 2 + 1)], "upsert")
+    batch = state.claim(4 * MIN_TURN)
+    assert len(batch) == 15 and len({task.ref.user for task in batch}) == 10  # one batch, not one user's
+    state.enqueue([DocRef("big", "file", str(i)) for i in range(100)], "upsert")
+    state.enqueue([DocRef("small", "file", str(i)) for i in range(3)], "upsert")
+    assert sorted(t.ref.user for t in state.claim(2 * MIN_TURN)) == ["big"] * (2 * MIN_TURN - 3) + ["small"] * 3
+    assert [t.ref.user for t in state.claim(4)] == ["big"] * 4  # a small batch: one user's turn
 
 
 def test_a_queue_from_before_priorities_keeps_its_tasks(tmp_path: Path) -> None:

@@ -49,21 +49,31 @@ class _Unit:
 
 def _size(text: str) -> int:
     """Characters, with CJK/Hangul counted twice: a budget that tracks tokens across scripts."""
+    if text.isascii():  # most text, and the regex's scan costs a tenth of the pipeline's CPU
+        return len(text)
     return len(text) + len(_WIDE.findall(text))
 
 
 def _cut(text: str, budget: int) -> str:
     """The longest prefix of ``text`` within ``budget``."""
-    cut = min(len(text), budget)
-    while _size(text[:cut]) > budget:
-        cut -= 1
-    return text[:cut]
+    if text.isascii():
+        return text[:budget]
+    size = 0
+    for i, char in enumerate(text):
+        size += 2 if _WIDE.match(char) else 1
+        if size > budget:
+            return text[:i]
+    return text
 
 
 def _hard_split(text: str, budget: int) -> list[tuple[str, str]]:
     """(separator, piece) pairs: words packed up to ``budget``; a longer word is cut by characters."""
+    words = text.split()
+    joined = " ".join(words)
+    if words and _size(joined) <= budget:  # a sentence that fits: what the packing below gives it
+        return [(" ", joined)]
     tokens: list[tuple[str, str]] = []
-    for word in text.split():
+    for word in words:
         sep = " "
         while _size(word) > budget:
             head = _cut(word, budget)
@@ -71,11 +81,15 @@ def _hard_split(text: str, budget: int) -> list[tuple[str, str]]:
             word, sep = word[len(head) :], ""  # the rest of a cut word follows without a space
         tokens.append((sep, word))
     pieces: list[tuple[str, str]] = []
+    size = 0  # the last piece's (sizes add up: a wide character counts twice wherever it is)
     for sep, token in tokens:
-        if pieces and _size(pieces[-1][1] + sep + token) <= budget:
+        grown = size + _size(sep) + _size(token)
+        if pieces and grown <= budget:
             pieces[-1] = (pieces[-1][0], pieces[-1][1] + sep + token)
+            size = grown
         else:
             pieces.append((sep, token))
+            size = _size(token)
     return pieces
 
 
@@ -175,23 +189,37 @@ def _chunk_text(title: str, text: str, max_chars: int, overlap: int) -> list[tup
     chunks: list[tuple[str, tuple[str, ...]]] = []
     current: list[_Unit] = []
 
+    headers: dict[tuple[str, ...], str] = {}
+
+    def header(path: tuple[str, ...]) -> str:
+        if path not in headers:
+            headers[path] = _header(title, path, max_chars)
+        return headers[path]
+
     def render(group: list[_Unit]) -> str:
         path = group[0].path
         if group[0].heading:  # the heading is in the header already
             group = group[1:]
         body = "".join((u.sep if i else "") + u.text for i, u in enumerate(group))
-        return (_header(title, path, max_chars) + body).strip()
+        return (header(path) + body).strip()
+
+    def fits(group: list[_Unit]) -> bool:
+        """``_size(render(group)) <= max_chars``, rendering only when the sum of the parts does not
+        fit (``strip`` only removes): rendering every candidate made chunking quadratic (ADR 0569)."""
+        body = group[1:] if group[0].heading else group
+        parts = _size(header(group[0].path)) + sum(_size(u.sep) + _size(u.text) for u in body)
+        if body:
+            parts -= _size(body[0].sep)
+        return parts <= max_chars or _size(render(group)) <= max_chars
 
     for unit in units:
         if current:
-            fits = _size(render(current + [unit])) <= max_chars
-            half_full = _size(render(current)) >= max_chars // 2
-            if fits and not (unit.heading and half_full):
+            if fits(current + [unit]) and not (unit.heading and _size(render(current)) >= max_chars // 2):
                 current.append(unit)
                 continue
             chunks.append((render(current), current[0].path))
             current = [] if unit.heading else _tail(current, overlap, unit.path)
-            while current and _size(render(current + [unit])) > max_chars:
+            while current and not fits(current + [unit]):
                 current.pop(0)
         current.append(unit)
     if current:

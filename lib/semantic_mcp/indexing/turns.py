@@ -16,7 +16,7 @@ SELECT user FROM waiting WHERE user IS NOT NULL
 ORDER BY (SELECT MIN(enqueued_at) FROM tasks WHERE priority = :priority AND running = 0 AND user = waiting.user)"""
 
 
-MIN_TURN = 4  # tasks a user waiting gets at least in their turn
+MIN_TURN = 16  # tasks a user waiting gets in their turn, or all they have (fewer while the batches are small)
 
 
 class Turns:
@@ -35,14 +35,27 @@ class Turns:
         oldest tasks."""
         waiting = [row[0] for row in db.execute(_USERS_WAITING, {"priority": self.priority})]  # oldest task first
         self._served = {user: self._served[user] for user in waiting if user in self._served}
-        # A turn is a few tasks, so that a user's documents are written together (one Chroma write
-        # for all of them costs about what one document's does); stable sort: keeps the age order.
-        users = sorted(waiting, key=lambda user: self._served.get(user, -1))[: max(1, limit // MIN_TURN)]
-        each = -(-limit // len(users)) if users else 0
-        queues = [db.execute(
-            "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = ? AND running = 0 AND not_before <= ?"
-            " AND user = ? ORDER BY enqueued_at LIMIT ?", (self.priority, now, user, each)).fetchall() for user in users]
-        rows = [row for turn in itertools.zip_longest(*queues) for row in turn if row is not None][:limit]
+        # A turn is several tasks, so that a user's documents are written together: each Chroma write
+        # costs ~13 ms however few chunks it holds (ADR 0569). Users with fewer tasks leave room, for
+        # the next in line and then for whoever has more, so a batch is full while anyone waits.
+        order = sorted(waiting, key=lambda user: self._served.get(user, -1))  # stable: keeps the age order
+        each = max(MIN_TURN, -(-limit // len(waiting))) if waiting else 0
+        queues: dict[str, list[sqlite3.Row]] = {}
+        taken = 0
+        for room_left in (False, True):  # a turn each, then the room left to those who have more
+            for user in order:
+                have = queues.get(user, [])
+                if taken >= limit or (room_left and len(have) < each):
+                    continue
+                share = limit if room_left else each
+                taken_ids = ",".join(str(row["rowid"]) for row in have)  # not OFFSET: tasks enqueued together tie
+                rows = db.execute(
+                    "SELECT rowid, * FROM tasks INDEXED BY tasks_turns WHERE priority = ? AND running = 0"
+                    f" AND not_before <= ? AND user = ? AND rowid NOT IN ({taken_ids}) ORDER BY enqueued_at LIMIT ?",
+                    (self.priority, now, user, min(share, limit - taken))).fetchall()
+                queues[user] = have + rows
+                taken += len(rows)
+        rows = [row for turn in itertools.zip_longest(*queues.values()) for row in turn if row is not None]
         self._round += 1
         for row in rows:
             self._served[row["user"]] = self._round
