@@ -38,7 +38,7 @@ from structured_items import NOW, card_document, contact_document, event_documen
 
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.language import detect_language  # noqa: E402
 from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
 from semantic_mcp.search.calibration import CALIBRATIONS, NAMED_KIND_CUT_OFF_SHARE, Calibration, default_cut  # noqa: E402

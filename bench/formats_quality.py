@@ -41,7 +41,7 @@ from formats_distractors import DISTRACTORS  # noqa: E402
 from office_files import make_image, render_page  # noqa: E402
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.sources.base import compose_text  # noqa: E402

@@ -62,7 +62,7 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests", ROOT / "bench"):
 
 from semantic_mcp.documents import DocRef  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.nextcloud import NextcloudClient  # noqa: E402
 
 import search_latency as sl  # noqa: E402  (shared corpus, storage preparation and helpers)

@@ -38,7 +38,7 @@ from retrieval_quality import ALL_SETS, CACHE, USER, QueryMemo, build, load, ndc
 
 from semantic_mcp.documents import DocRef  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
-from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.search.calibration import CALIBRATIONS, default_cut  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 

@@ -76,7 +76,7 @@ class Corpus:
 
     def records(self, user: str, items: int, first_id: int) -> list:
         from semantic_mcp.documents import SourceDocument
-        from semantic_mcp.indexing.pipeline import chunk_metadata
+        from semantic_mcp.indexing.records import chunk_metadata
         from semantic_mcp.language import document_language
         from semantic_mcp.store import ChunkRecord
 
@@ -107,13 +107,13 @@ class Corpus:
 def build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus | None = None) -> dict[str, float]:
     """Write the organisation's index; Chroma and FTS5 each in a thread of their own (both release
     the GIL in their native code), records made in the main thread meanwhile."""
-    import semantic_mcp.indexing.pipeline as pipeline
+    import semantic_mcp.indexing.records as records
 
-    detect, pipeline.document_language = pipeline.document_language, lambda text: None  # see Corpus.records
+    detect, records.document_language = records.document_language, lambda text: None  # see Corpus.records
     try:
         return _build(storage, users, chunks, batch, corpus or Corpus())
     finally:
-        pipeline.document_language = detect
+        records.document_language = detect
 
 
 def _build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus) -> dict[str, float]:

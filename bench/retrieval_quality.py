@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "lib"))
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.embedding import Embedder, make_embedder  # noqa: E402
 from semantic_mcp.embedding_cache import EmbeddingCache  # noqa: E402
-from semantic_mcp.indexing.pipeline import chunk_records  # noqa: E402
+from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.calibration import UNCALIBRATED, Calibration  # noqa: E402
 from semantic_mcp.search.rerank import CrossEncoder, Reranker  # noqa: E402

@@ -61,7 +61,7 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests"):
         sys.path.insert(0, str(_path))
 
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
-from semantic_mcp.indexing.pipeline import chunk_metadata  # noqa: E402
+from semantic_mcp.indexing.records import chunk_metadata  # noqa: E402
 from semantic_mcp.indexing.state import IndexState  # noqa: E402
 from semantic_mcp.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.nextcloud import NextcloudClient  # noqa: E402

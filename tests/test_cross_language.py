@@ -20,7 +20,7 @@ from bench.cross_language import USER, as_the_app_returns, load_set
 from bench.noise_queries import QUERIES, TEST_SEED, random_texts
 from semantic_mcp.documents import DocRef, SourceDocument
 from semantic_mcp.embedding import E5OnnxEmbedder
-from semantic_mcp.indexing.pipeline import chunk_records
+from semantic_mcp.indexing.records import chunk_records
 from semantic_mcp.keyword import KeywordIndex
 from semantic_mcp.language import detect_language, document_language
 from semantic_mcp.search.calibration import CALIBRATIONS, Calibration, default_cut

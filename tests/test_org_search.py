@@ -10,7 +10,7 @@ import pytest
 from bench.org_search import CHUNKS_PER_ITEM, DIM, MODEL_ID, Corpus, build
 from semantic_mcp.documents import DocRef, SourceDocument
 from semantic_mcp.embedding import OpenAIEmbedder
-from semantic_mcp.indexing.pipeline import chunk_records
+from semantic_mcp.indexing.records import chunk_records
 from semantic_mcp.keyword import KeywordIndex
 from semantic_mcp.store import VectorStore
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
+import orjson
 
 from .embedding_cache import CachedEmbedder, EmbeddingCache
 
@@ -255,8 +256,8 @@ class _RemoteBackend(_Backend):
             raise EmbeddingError(f"embedding server {url} unreachable: {exc}") from exc
         if response.status_code != 200:
             raise EmbeddingError(f"embedding server {url} answered {response.status_code}: {response.text[:300]}")
-        try:
-            return response.json()
+        try:  # orjson (Chroma's dependency): decoding a batch's floats was a twentieth of indexing's CPU
+            return orjson.loads(response.content)
         except ValueError as exc:
             raise EmbeddingError(f"embedding server {url} answered non-JSON: {response.text[:300]}") from exc
 

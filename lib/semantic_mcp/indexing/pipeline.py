@@ -24,57 +24,18 @@ import numpy as np
 from ..documents import DocRef, Skipped, SourceDocument
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
-from ..language import document_language
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
-from ..sources.parser_process import ParserFailed
+from ..sources.parser_process import ParserFailed, run_parser
 from ..store import ChunkRecord, VectorStore
-from .chunking import Chunk, chunk_document
+from .records import chunk_batch
 from .stages import Stages
 from .state import OCR_PAYLOAD, IndexState, Task
 
 log = logging.getLogger(__name__)
 
-
-def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
-    """The metadata every chunk of ``doc`` carries (plus its ``chunk_index``): flat, no None values."""
-    base: dict[str, str | int] = {
-        "doc_type": doc.doc_type,
-        "source_id": doc.source_id,
-        "title": doc.title,
-        "location": doc.location,
-        "modified": int(doc.modified),
-        "link": doc.link,
-        "version": doc.version,
-    }
-    if doc.event_start is not None:
-        base["event_start"] = int(doc.event_start)
-    if doc.event_end is not None:
-        base["event_end"] = int(doc.event_end)
-    if owner := doc.extra.get("owner"):  # decides what an unverifiable hit becomes (search/verify.py)
-        base["owner"] = owner
-    if language := document_language(f"{doc.title}\n{doc.text}"):  # the cross-language offset (ADR 0280)
-        base["lang"] = language
-    return base
-
-
-def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
-    """Turn a document into the records both indexes store: its chunks, then its gist if it has one
-    (a document scores as its best chunk, so the gist only adds a way to be found)."""
-    base = chunk_metadata(doc)
-    chunks = chunk_document(doc)
-    if doc.gist.strip():
-        chunks.append(Chunk(len(chunks), doc.gist.strip()))
-    return [
-        ChunkRecord(
-            chunk_id=f"{ref.key}#{chunk.index}",
-            doc_key=ref.key,
-            text=chunk.text,
-            metadata={**base, "chunk_index": chunk.index, **({"section": chunk.section} if chunk.section else {})},
-        )
-        for chunk in chunks
-    ]
+Records = list[ChunkRecord]
 
 
 # A batch should take about BATCH_SECONDS: an event queued meanwhile waits at most about one batch,
@@ -83,6 +44,7 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
 BATCH_SECONDS = 2.0
 MIN_BATCH, MAX_BATCH = 4, 64
 FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
+_CHUNK_BATCH = f"{chunk_batch.__module__}:{chunk_batch.__name__}"  # run in a parser worker
 
 
 def next_batch_size(size: int, taken: int, seconds: float) -> int:
@@ -283,7 +245,7 @@ class Pipeline:
 
     async def _embed(self, items: list[tuple[Task, SourceDocument]]) -> list[Written]:
         """The documents' chunks with their vectors; on failure every task fails and nothing is left."""
-        records = [(task, doc, chunk_records(doc, task.ref)) for task, doc in items]
+        records = await self._chunked(items)
         texts = [record.text for _, _, recs in records for record in recs]
         if not texts:
             return [Written(task, doc, recs, np.zeros((0, 0))) for task, doc, recs in records]
@@ -305,6 +267,23 @@ class Pipeline:
             written.append(Written(task, doc, recs, embeddings[offset : offset + len(recs)]))
             offset += len(recs)
         return written
+
+    async def _chunked(self, items: list[tuple[Task, SourceDocument]]) -> list[tuple[Task, SourceDocument, Records]]:
+        """The documents with their chunk records, made in a parser worker: chunking and language
+        detection took a fifth of the app's CPU, on the interpreter the event loop and the index
+        writes need (ADR 0569). A batch that trips the worker's bounds is done again a document at a
+        time, so that only a document at fault fails."""
+        if not items:
+            return []
+        try:
+            chunked = await run_parser(_CHUNK_BATCH, [(doc, task.ref) for task, doc in items])
+            return [(task, doc, recs) for (task, doc), recs in zip(items, chunked, strict=True)]
+        except ParserFailed as exc:
+            if len(items) == 1:
+                task, doc = items[0]
+                self._fail(task, f"chunking: {exc.reason}", refused=doc.version)
+                return []
+        return [each for item in items for each in await self._chunked([item])]
 
     async def _store(self, written: list[Written]) -> None:
         """Write the documents to the index, each user's at once, and complete their tasks."""
