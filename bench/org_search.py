@@ -105,8 +105,9 @@ class Corpus:
 
 
 def build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus | None = None) -> dict[str, float]:
-    """Write the organisation's index; Chroma and FTS5 each in a thread of their own (both release
-    the GIL in their native code), records made in the main thread meanwhile."""
+    """Write the organisation's index; Chroma and FTS5 each in a thread of their own, records made in
+    the main thread meanwhile (SQLite releases the GIL in its native code; embedded Chroma holds it
+    for a whole write, ADR 0569, so its thread overlaps only with FTS5's)."""
     import semantic_mcp.indexing.records as records
 
     detect, records.document_language = records.document_language, lambda text: None  # see Corpus.records
