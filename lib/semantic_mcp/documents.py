@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -81,3 +82,22 @@ class Skipped:
     source_id: str
     reason: str
     version: str = ""  # so reconciliation does not fetch an unchanged skipped document again
+
+
+MetadataValue = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One chunk as both indexes store it.
+
+    ``chunk_id`` is ``f"{doc_key}#{index}"`` and ``doc_key`` is ``f"{doc_type}:{source_id}"``.
+    ``metadata`` is flat, without None values (Chroma rejects them): doc_type, source_id,
+    title, location, modified, link, version, chunk_index, and event_start/event_end when
+    the document has them. ``doc_key`` is added to it on write, for deletion by document.
+    """
+
+    chunk_id: str
+    doc_key: str
+    text: str  # None only as read with ``read_texts`` False, not yet read (ADR 0567)
+    metadata: Mapping[str, MetadataValue]

@@ -34,10 +34,10 @@ from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError, NotFoundError
 
 from . import chroma_local
+from .documents import ChunkRecord, MetadataValue
 
 log = logging.getLogger(__name__)
 
-MetadataValue = str | int | float | bool
 F = TypeVar("F", bound=Callable[..., Any])
 Metadata = dict[str, MetadataValue]
 Texts = Callable[[str, Sequence[str]], Mapping[str, str]]  # (user, chunk ids) -> the texts known, by id
@@ -50,22 +50,6 @@ def _settings() -> chromadb.Settings:
 
 class DimensionMismatch(ValueError):
     """A collection holds vectors of another size or model than the one in use."""
-
-
-@dataclass(frozen=True)
-class ChunkRecord:
-    """One chunk as both indexes store it.
-
-    ``chunk_id`` is ``f"{doc_key}#{index}"`` and ``doc_key`` is ``f"{doc_type}:{source_id}"``.
-    ``metadata`` is flat, without None values (Chroma rejects them): doc_type, source_id,
-    title, location, modified, link, version, chunk_index, and event_start/event_end when
-    the document has them. ``doc_key`` is added to it on write, for deletion by document.
-    """
-
-    chunk_id: str
-    doc_key: str
-    text: str  # None only as read with ``read_texts`` False, not yet read (ADR 0567)
-    metadata: Mapping[str, MetadataValue]
 
 
 def chunk_doc_key(chunk_id: str) -> str:

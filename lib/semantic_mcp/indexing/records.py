@@ -6,9 +6,8 @@ Pure functions of the document, so the same document always gives the same recor
 
 from __future__ import annotations
 
-from ..documents import DocRef, SourceDocument
+from ..documents import ChunkRecord, DocRef, SourceDocument
 from ..language import document_language
-from ..store import ChunkRecord
 from .chunking import Chunk, chunk_document
 
 
@@ -55,3 +54,9 @@ def chunk_records(doc: SourceDocument, ref: DocRef) -> list[ChunkRecord]:
 def chunk_batch(items: list[tuple[SourceDocument, DocRef]]) -> list[list[ChunkRecord]]:
     """:func:`chunk_records` of each document: what a parser worker runs for a batch (ADR 0569)."""
     return [chunk_records(doc, ref) for doc, ref in items]
+
+
+def prepare() -> None:
+    """Load what chunking needs (py3langid's model): a parser worker of the main lane calls this
+    before its memory cap is set, so the cap bounds a batch, not the model (ADR 0569)."""
+    document_language("Load the model.")

@@ -84,8 +84,8 @@ def _read_frame(fd: int, deadline: float | None) -> bytes:
 class _Worker:
     """One worker process, used by one thread at a time."""
 
-    def __init__(self, memory_bytes: int) -> None:
-        self.memory_bytes = memory_bytes
+    def __init__(self, memory_bytes: int, prepare: tuple[str, ...] = ()) -> None:
+        self.memory_bytes, self.prepare = memory_bytes, prepare
         self.process: subprocess.Popen[bytes] | None = None
 
     def call(self, request: bytes, timeout: float) -> tuple[str, Any]:
@@ -110,7 +110,7 @@ class _Worker:
     def _start(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", f"from {__name__} import _serve; _serve({self.memory_bytes})"],
+            [sys.executable, "-c", f"from {__name__} import _serve; _serve({self.memory_bytes}, {self.prepare!r})"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True,
         )
         assert self.process.stdout is not None
@@ -140,10 +140,11 @@ class ParserPool:
     thread the rest of the app needs. Loop-agnostic: any event loop may await :meth:`run`.
     """
 
-    def __init__(self, *, size: int = 2, timeout: float = 60.0, memory_mb: int = 1024) -> None:
+    def __init__(self, *, size: int = 2, timeout: float = 60.0, memory_mb: int = 1024,
+                 prepare: tuple[str, ...] = ()) -> None:
         self.size, self.timeout, self.memory_mb = size, timeout, memory_mb
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
-        self._workers = [_Worker(memory_mb * 1024 * 1024) for _ in range(size)]
+        self._workers = [_Worker(memory_mb * 1024 * 1024, prepare) for _ in range(size)]
         for worker in self._workers:
             self._idle.put(worker)
         self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="parser")
@@ -176,6 +177,10 @@ class ParserPool:
             worker.stop()
 
 
+# The main lane's workers also make the pipeline's chunk records (ADR 0569): what that needs is
+# loaded before their memory cap, so the cap bounds a document, not a language model.
+MAIN_LANE_PREPARES = ("semantic_mcp.indexing.records:prepare",)
+
 _lock = threading.Lock()
 _pools: dict[str, ParserPool] = {}
 _settings: dict[str, Any] = {}
@@ -194,7 +199,8 @@ def pool(lane: str = "main") -> ParserPool:
     worker that another lane needs (ADR 0601)."""
     with _lock:
         if lane not in _pools:
-            _pools[lane] = ParserPool(**{**_settings, **({} if lane == "main" else {"size": 1})})
+            lane_settings = {"prepare": MAIN_LANE_PREPARES} if lane == "main" else {"size": 1}
+            _pools[lane] = ParserPool(**{**_settings, **lane_settings})
         return _pools[lane]
 
 
@@ -219,7 +225,7 @@ def _address_space() -> int:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _serve(memory_bytes: int) -> None:
+def _serve(memory_bytes: int, prepare: tuple[str, ...] = ()) -> None:
     """Answer requests on stdin until it closes. The cap is counted from the size after start-up,
     so it bounds what a parse may allocate, whatever importing the parsers took.
 
@@ -234,6 +240,9 @@ def _serve(memory_bytes: int) -> None:
     for module in ("semantic_mcp.sources.extract", "semantic_mcp.sources.calendar", "semantic_mcp.sources.contacts",
                    *LIBRARIES):
         importlib.import_module(module)
+    for function in prepare:  # "module:name", called once
+        module, _, name = function.partition(":")
+        getattr(importlib.import_module(module), name)()
     start = _address_space()
     limit = start + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
