@@ -68,7 +68,7 @@ class SourceDocument:
     # (1234, "Page 3"). Chunks never span two, and carry the label (indexing/chunking.py).
     sections: tuple[tuple[int, str], ...] = ()
     # What a structured item (contact, event, card) says in words: its heading and its note, place or
-    # labels, without the other field lines. Indexed as one more chunk (indexing/pipeline.py), so a
+    # labels, without the other field lines. Indexed as one more chunk (indexing/records.py), so a
     # question about a contact's note meets it undiluted by emails and phone numbers
     # (bench/structured_items.py); empty when the full text is all there is.
     gist: str = ""
@@ -101,3 +101,8 @@ class ChunkRecord:
     doc_key: str
     text: str  # None only as read with ``read_texts`` False, not yet read (ADR 0567)
     metadata: Mapping[str, MetadataValue]
+
+
+def chunk_doc_key(chunk_id: str) -> str:
+    """The document key of a chunk id (``f"{doc_key}#{index}"``, :class:`ChunkRecord`)."""
+    return chunk_id.rsplit("#", 1)[0]

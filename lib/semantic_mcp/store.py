@@ -34,7 +34,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.errors import InternalError, NotFoundError
 
 from . import chroma_local
-from .documents import ChunkRecord, MetadataValue
+from .documents import ChunkRecord, MetadataValue, chunk_doc_key
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +50,6 @@ def _settings() -> chromadb.Settings:
 
 class DimensionMismatch(ValueError):
     """A collection holds vectors of another size or model than the one in use."""
-
-
-def chunk_doc_key(chunk_id: str) -> str:
-    """The document key of a chunk id (``f"{doc_key}#{index}"``, :class:`ChunkRecord`)."""
-    return chunk_id.rsplit("#", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..documents import chunk_doc_key
 from ..embedding import Embedder
 from ..keyword import KeywordIndex
 from ..language import detect_language
-from ..store import ChunkRecord, VectorStore, chunk_doc_key
+from ..store import ChunkRecord, VectorStore
 from ..filters import SearchFilters
 from .calibration import RELATIVE_KEYWORD_WEIGHT, UNCALIBRATED, Calibration, calibration_for
 from .filtered_dense import FilteredDense
@@ -188,7 +189,7 @@ class HybridRetriever:
                           records: dict[str, ChunkRecord]) -> frozenset[str]:
         """The candidate chunks written in another measured language than ``query`` (ADR 0280), empty
         when the calibration has no ``other_language_bonus`` or the query's language is not clear.
-        A chunk's language is stored at index time (``lang``, indexing/pipeline.py); chunks indexed
+        A chunk's language is stored at index time (``lang``, indexing/records.py); chunks indexed
         before it was have none and get no offset. The languages come from the keyword index (ADR 0568),
         for chunks written before it recorded them from ``records``' metadata, read for them if not yet."""
         if not self.calibration().other_language_bonus:

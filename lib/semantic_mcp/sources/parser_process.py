@@ -226,8 +226,9 @@ def _address_space() -> int:
 
 
 def _serve(memory_bytes: int, prepare: tuple[str, ...] = ()) -> None:
-    """Answer requests on stdin until it closes. The cap is counted from the size after start-up,
-    so it bounds what a parse may allocate, whatever importing the parsers took.
+    """Answer requests on stdin until it closes. The cap is counted from the size after start-up
+    (the parsers imported, the lane's ``prepare`` functions called), so it bounds what a parse may
+    allocate, whatever start-up took.
 
     A worker whose address space stays grown by more than half its bound after a parse (a large
     document's heap is not always given back) answers that it is retiring and exits: the next
