@@ -70,9 +70,21 @@ def _serve(conn: Any, commands: dict[str, Callable[..., Any]], ready: Any, on_st
 # --- the fake Nextcloud ---------------------------------------------------------------------------
 
 
-def fake_nextcloud(conn: Any, secret: str, content: list[tuple[str, list[tuple[str, str, str]]]]) -> None:
+def organisation_items(user: str, count: int, texts: list[str], first: int) -> list[tuple[str, str, str]]:
+    """A user's ``count`` items, (kind, name, text): every fourth a note, the rest files; their texts
+    ``texts`` round-robin from ``first`` (the organisation's item number), each headed by its user and number."""
+    items = []
+    for i in range(count):
+        text = f"{user} item {i}. " + texts[(first + i) % len(texts)]
+        items.append(("note", f"Note {i} of {user}", text) if i % 4 == 3 else ("file", f"/Documents/item-{i:05d}.txt", text))
+    return items
+
+
+def fake_nextcloud(conn: Any, secret: str, accounts: list[tuple[str, int]], texts: list[str]) -> None:
     """Serve the fake with the app registered and enabled (without an ExApp process, as
-    bench/indexing.py does) and the organisation's ``content``: per user, (kind, name, text)."""
+    bench/indexing.py does) and the organisation: ``accounts`` (user, number of items), whose items
+    :func:`organisation_items` makes here from ``texts`` (at a million chunks they are ~1 GB: made
+    in this process, not sent to it)."""
     from fake_nextcloud import FakeNextcloud
     from fake_nextcloud.exapps import ExApp
 
@@ -81,13 +93,15 @@ def fake_nextcloud(conn: Any, secret: str, content: list[tuple[str, list[tuple[s
     with fake.state.lock:
         fake.state.apps[APP_ID] = ExApp(APP_ID, "http://127.0.0.1:9", secret, "1.0.0", [],
                                         "nc_app_semantic_mcp:23000", enabled=True)
-    for user, items in content:
+    first = 0
+    for user, count in accounts:
         fake.add_user(user)
-        for kind, name, text in items:
+        for kind, name, text in organisation_items(user, count, texts, first):
             if kind == "note":
                 fake.create_note(user, name, text, "Work")
             else:
                 fake.put_file(user, name, text)
+        first += count
 
     def requests_since(mark: int) -> list[tuple[str, str, str]]:
         return [(r.method, r.path, r.user) for r in fake.state.access_log.since(mark)]
