@@ -207,3 +207,41 @@ async def test_an_outage_that_keeps_coming_back_is_probed_less_and_less_often(tm
     # 20+40+80+160+160… ms between checks (plus one status.php each): about 9 checks in 1.2 s, not 60.
     assert 4 <= sent["credentials"] <= 12, sent
     assert sent["status"] <= sent["credentials"]
+
+
+async def test_a_kept_alive_connection_closed_under_a_read_pauses_nobody() -> None:
+    """A server closes an idle connection (Apache and uvicorn after 5 s) just as the client reuses it:
+    httpx says the server disconnected without an answer. Nextcloud never saw that request, so a read
+    is sent again once; a write is not (it may have been applied), and a second failure is an outage."""
+    import httpx
+
+    from semantic_mcp.nextcloud import NextcloudClient, Unavailable
+
+    failures: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if failures and failures[0] > 0:
+            failures[0] -= 1
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return httpx.Response(207 if request.method == "PROPFIND" else 200, text="ok")
+
+    def client() -> NextcloudClient:
+        return NextcloudClient("https://cloud.test", lambda user: {}, transport=httpx.MockTransport(handler))
+
+    for method in ("GET", "PROPFIND", "SEARCH"):
+        failures[:] = [1]
+        nc = client()
+        assert (await nc.request("alice", method, "/remote.php/dav/files/alice/")).text == "ok"
+        assert nc.health.usable and failures == [0]
+
+    failures[:] = [1]  # a write is not repeated: the server may have applied it
+    nc = client()
+    with pytest.raises(Unavailable):
+        await nc.request("alice", "POST", "/ocs/v2.php/apps/whatever")
+    assert not nc.health.usable
+
+    failures[:] = [2]  # the same read failing twice is Nextcloud gone, as before
+    nc = client()
+    with pytest.raises(Unavailable):
+        await nc.request("alice", "GET", "/index.php/apps/notes/api/v1/notes")
+    assert not nc.health.usable

@@ -173,6 +173,10 @@ def strip_etag(value: str | None) -> str:
     return (value or "").strip().strip('"')
 
 
+KEEPALIVE_SECONDS = 4.0  # below the 5 s idle timeout of Apache's default and of uvicorn
+_SAFE_TO_REPEAT = frozenset({"GET", "HEAD", "OPTIONS", "PROPFIND", "SEARCH", "REPORT"})  # reads (RFC 9110, 4918, 5323)
+
+
 class NextcloudClient:
     """Async HTTP client for one Nextcloud instance, acting as whichever user each call names."""
 
@@ -196,7 +200,9 @@ class NextcloudClient:
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=timeout,
-            limits=httpx.Limits(max_connections=max_connections),
+            # Apache closes a connection idle for 5 s (KeepAliveTimeout), as uvicorn does: one
+            # kept as long would be reused just as the server closes it.
+            limits=httpx.Limits(max_connections=max_connections, keepalive_expiry=KEEPALIVE_SECONDS),
             transport=transport,
             follow_redirects=False,
         )
@@ -229,9 +235,19 @@ class NextcloudClient:
         all_headers = {**self._auth_headers(user), **(headers or {})}
         try:
             with self.health.sending():
-                response = await self._http.request(
-                    method, path, headers=all_headers, params=params, content=content, json=json
-                )
+                try:
+                    response = await self._http.request(
+                        method, path, headers=all_headers, params=params, content=content, json=json
+                    )
+                except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                    # A kept-alive connection the server closed as it was reused ("disconnected
+                    # without sending a response"): Nextcloud never saw the request, so a read is
+                    # sent again, once, on a new connection, before anyone pauses for it.
+                    if method not in _SAFE_TO_REPEAT:
+                        raise
+                    response = await self._http.request(
+                        method, path, headers=all_headers, params=params, content=content, json=json
+                    )
         except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
             # Connected, but this one request is slow (a big download): the item's problem, no pause.
             raise Transient(f"{method} {path}: {type(exc).__name__}") from exc
