@@ -70,14 +70,44 @@ def _serve(conn: Any, commands: dict[str, Callable[..., Any]], ready: Any, on_st
 # --- the fake Nextcloud ---------------------------------------------------------------------------
 
 
+# Of every 20 items: 13 files, 4 notes, a Deck card, an event and a contact (every type the app indexes).
+KINDS = ("file",) * 13 + ("note",) * 4 + ("deck_card", "calendar_event", "contact")
+SHORT = 300  # an event's description and a contact's note: a few sentences, not a document
+
+
 def organisation_items(user: str, count: int, texts: list[str], first: int) -> list[tuple[str, str, str]]:
-    """A user's ``count`` items, (kind, name, text): every fourth a note, the rest files; their texts
-    ``texts`` round-robin from ``first`` (the organisation's item number), each headed by its user and number."""
+    """A user's ``count`` items, (kind, name, text), of every kind in :data:`KINDS`' proportions; their
+    texts ``texts`` round-robin from ``first`` (the organisation's item number), each headed by its user
+    and number (an event's and a contact's cut to their first :data:`SHORT` characters)."""
     items = []
     for i in range(count):
+        kind = KINDS[i % len(KINDS)]
         text = f"{user} item {i}. " + texts[(first + i) % len(texts)]
-        items.append(("note", f"Note {i} of {user}", text) if i % 4 == 3 else ("file", f"/Documents/item-{i:05d}.txt", text))
+        name = {"file": f"/Documents/item-{i:05d}.txt", "note": f"Note {i} of {user}", "deck_card": f"Card {i} of {user}",
+                "calendar_event": f"Meeting {i} of {user}", "contact": f"Person{i} Of{user}"}[kind]
+        items.append((kind, name, text[:SHORT].rsplit(" ", 1)[0] if kind in ("calendar_event", "contact") else text))
     return items
+
+
+def _add_item(fake: Any, user: str, i: int, kind: str, name: str, text: str, stacks: dict[str, int]) -> None:
+    """One item written as its app's API would: a file, a note, a card on the user's board, an event in
+    the personal calendar, a contact in the default address book."""
+    from fake_nextcloud.seed import days_from, event_ics, vcard
+
+    escaped = text.replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,")  # iCalendar and vCard TEXT
+    if kind == "file":
+        fake.put_file(user, name, text)
+    elif kind == "note":
+        fake.create_note(user, name, text, "Work")
+    elif kind == "deck_card":
+        if user not in stacks:
+            stacks[user] = fake.create_stack(user, fake.create_board(user, "Work"), "To do")
+        fake.create_card(user, stacks[user], name, description=text)
+    elif kind == "calendar_event":
+        start = days_from(fake.clock.now(), i % 90 - 45, 9 + i % 8)
+        fake.put_calendar_object(user, "personal", f"item-{i}.ics", event_ics(f"item-{i}@{user}", name, start, 60, escaped))
+    else:
+        fake.put_contact(user, "contacts", f"item-{i}.vcf", vcard(f"item-{i}-{user}", name, f"p{i}@{user}.example", note=escaped))
 
 
 def fake_nextcloud(conn: Any, secret: str, accounts: list[tuple[str, int]], texts: list[str]) -> None:
@@ -93,14 +123,11 @@ def fake_nextcloud(conn: Any, secret: str, accounts: list[tuple[str, int]], text
     with fake.state.lock:
         fake.state.apps[APP_ID] = ExApp(APP_ID, "http://127.0.0.1:9", secret, "1.0.0", [],
                                         "nc_app_semantic_mcp:23000", enabled=True)
-    first = 0
+    first, stacks = 0, {}
     for user, count in accounts:
         fake.add_user(user)
-        for kind, name, text in organisation_items(user, count, texts, first):
-            if kind == "note":
-                fake.create_note(user, name, text, "Work")
-            else:
-                fake.put_file(user, name, text)
+        for i, (kind, name, text) in enumerate(organisation_items(user, count, texts, first)):
+            _add_item(fake, user, i, kind, name, text, stacks)
         first += count
 
     def requests_since(mark: int) -> list[tuple[str, str, str]]:

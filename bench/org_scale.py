@@ -4,8 +4,9 @@ use, fairness and the cost of reconciling idle users, on a synthetic organisatio
 The organisation lives in the fake Nextcloud on loopback, in a process of its own (as a real
 Nextcloud is: in the bench's process it competed with the app for one interpreter and its cost was
 measured as the app's): ``--users`` accounts whose item counts are skewed as on real instances
-(Zipf: a few users with thousands of items, most with a few dozen), files and notes of real English
-text (MS MARCO windows, ~4 chunks of up to 1,100 characters each). The real ``Engine`` (queue, sources,
+(Zipf: a few users with thousands of items, most with a few dozen), of every type (``KINDS`` in
+``org_processes.py``: files, notes, Deck cards of real English text, MS MARCO windows of ~4 chunks of up
+to 1,100 characters each; events and contacts with a few sentences). The real ``Engine`` (queue, sources,
 ``NextcloudClient`` with AppAPI-signed requests, chunking, embedding cache, Chroma, FTS5, ledger)
 runs in this process, as ``bench/indexing.py`` does; the embedding backend is the app's own
 OpenAI-compatible client against a stub server (in a process of its own too, see
@@ -312,10 +313,11 @@ async def fairness_beside_everyone(org: Organisation, window: float) -> str:
 async def reconciliation(org: Organisation, storage: Path) -> str:
     """d: the app restarted on a finished backfill's index, one reconciliation pass over every user
     (all idle: nothing changed since), counted in the fake's access log."""
+    from semantic_mcp.documents import DOC_TYPES
     stub = EmbeddingStub(0.0)
     engine = org.engine(stub, storage)
     idle = [user for user, count in zip(org.users, org.counts, strict=True)
-            if sum(len(engine.state.indexed_versions(user, kind)) for kind in ("file", "note")) >= count]
+            if sum(len(engine.state.indexed_versions(user, kind)) for kind in DOC_TYPES) >= count]
     mark = org.fake.call("mark")
     started = time.perf_counter()
     await engine.reconcile_all()  # what the app's timer runs: the users' accounts checked, then each user's sources
