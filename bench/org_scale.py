@@ -32,13 +32,13 @@ f. **the local default model on a slice**: the smallest users' backfill (``--loc
    app's own default model, in this process (goal: 3x the 1.9 passages/s of the issue's day).
 
     PYTHONPATH=lib:. python bench/org_scale.py [--users 100] [--chunks 30000] [--only a,b,c,d,e,f]
-    PYTHONPATH=lib:. python bench/org_scale.py --users 1000 --chunks 1000000 --window 240 \
+    PYTHONPATH=lib:. python bench/org_scale.py --users 1000 --chunks 1000000 --window 180 \
         --chroma-memory-mb 0,1000 --workdir /big/disk    # the whole organisation, in under an hour
     PYTHONPATH=lib:. python bench/org_scale.py --only e --users 1000 --chunks 200000 --keep-index DIR \
         --queries 600 --chroma-memory-mb 0,1000,500    # embedded runs without and with the memory bound
 
 a runs the whole organisation's backfill to its end (on a slice, the defaults, a minute or two; for
-the whole organisation about half an hour on this project's machine), and d reconciles the index it
+the whole organisation half an hour on RESULTS-scale.md's 2-core EPYC), and d reconciles the index it
 leaves, every user idle. ``--window`` bounds b and c's whole-organisation case to the first that many
 seconds of their backfills (every user at once, as when the app is first enabled), and a reports its
 rate over the same first seconds beside its whole rate; e writes its million chunks in bulk and f is
@@ -69,7 +69,7 @@ from indexing import passages  # noqa: E402  (MS MARCO windows, shared with benc
 from org_processes import APP_ID, Child, EmbeddingStub, fake_nextcloud  # noqa: E402
 
 CHARS_PER_ITEM = 3300  # ~550 words of prose
-CHUNKS_PER_ITEM = 4  # measured: 40,072 chunks for 9,947 such items (the heading, and chunks cut at sentences)
+CHUNKS_PER_ITEM = 4  # measured: 38,533 chunks for 9,903 items of every type (40,072 for 9,947 files and notes)
 
 
 # --- the organisation -----------------------------------------------------------------------------
