@@ -337,6 +337,8 @@ async def reconciliation(org: Organisation, storage: Path) -> str:
 
 async def run(args: argparse.Namespace) -> None:
     only = set(args.only.split(",")) if args.only else {"a", "b", "c", "d", "e", "f"}
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="bench-org-", dir=args.workdir))
     started = time.perf_counter()
     if only == {"e"}:  # the index alone: no organisation in the fake Nextcloud
