@@ -39,14 +39,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_quality import CACHE, USER, QueryMemo, build, load, ndcg, probes, recall  # noqa: E402
+from retrieval_quality import CACHE, USER, QueryMemo, build, ndcg, probes, recall  # noqa: E402
+from retrieval_sets import load  # noqa: E402
 
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.search.calibration import CALIBRATIONS, EXACT_MATCH_COVERAGE, Calibration  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 
-# MS MARCO: its 43 queries and the 4,102 passages they judge (retrieval_quality.load; the 898 others are
-# left out for embedding time, as in retrieval_quality.ALL_SETS).
+# MS MARCO: its 43 queries and the 4,102 passages they judge (retrieval_sets.load; the 898 others are
+# left out for embedding time, as in retrieval_sets.ALL_SETS).
 SETS = ("msmarco@43", "arcd")
 ANSWER_GRADE = {"msmarco@43": 2, "arcd": 1}
 POOL = 100  # chunks per leg

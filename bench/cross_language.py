@@ -33,7 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_quality import CACHE, USER, Dataset, QueryMemo, build  # noqa: E402
+from retrieval_quality import CACHE, USER, QueryMemo, build  # noqa: E402
+from retrieval_sets import Dataset  # noqa: E402
 from structured_items import NOW, card_document, contact_document, event_document, note_document  # noqa: E402
 
 from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402

@@ -34,7 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_quality import ALL_SETS, CACHE, USER, QueryMemo, build, load, ndcg, recall  # noqa: E402
+from retrieval_quality import CACHE, USER, QueryMemo, build, ndcg, recall  # noqa: E402
+from retrieval_sets import ALL_SETS, load  # noqa: E402
 
 from semantic_mcp.documents import DocRef  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402

@@ -19,7 +19,7 @@ import random
 import sys
 from pathlib import Path
 
-from retrieval_quality import SAMPLE_SEED, sample_docs
+from retrieval_sets import SAMPLE_SEED, sample_docs
 
 OUT = Path(__file__).resolve().parent / "sets"
 MAX_QUERIES = 150

@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_quality import ALL_SETS, CACHE, USER, Dataset, QueryMemo, build, load, probes, recall  # noqa: E402
+from retrieval_quality import CACHE, USER, QueryMemo, build, probes, recall  # noqa: E402
+from retrieval_sets import ALL_SETS, Dataset, load  # noqa: E402
 from structured_items import QUESTIONS, items  # noqa: E402
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402

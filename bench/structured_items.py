@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_nextcloud.seed import event_ics, vcard  # noqa: E402
-from retrieval_quality import CACHE, USER, Dataset, QueryMemo, build  # noqa: E402
+from retrieval_quality import CACHE, USER, QueryMemo, build  # noqa: E402
+from retrieval_sets import Dataset  # noqa: E402
 
 from semantic_mcp.documents import SourceDocument  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.retrieval_quality import ALL_SETS, load
+from bench.retrieval_sets import ALL_SETS, load
 
 
 @pytest.mark.parametrize("name", ALL_SETS)
@@ -21,7 +21,8 @@ def test_every_set_loads_with_judgements_on_its_own_documents(name: str) -> None
 
 def test_the_one_standard_error_rule_takes_the_least_keyword_weight_within_the_error() -> None:
     """``choose_within_one_se`` (bench/RESULTS.md): of the adaptive settings within one standard error of
-    ``choose``'s pick, and never below dense on a set, the least plain-query weight, then token weight."""
+    ``choose``'s pick, and never below dense on a set, the least plain-query weight, then the least token
+    weight or (``then="mean gain"``) the best mean gain."""
     from bench.retrieval_quality import ADAPTIVE, choose, choose_within_one_se
 
     labels = [s.label for s in ADAPTIVE]
@@ -31,12 +32,14 @@ def test_the_one_standard_error_rule_takes_the_least_keyword_weight_within_the_e
     gains[by[0.04, 0.1]] = {"one": 0.020, "two": 0.020}  # choose's pick
     gains[by[0.02, 0.06]] = {"one": 0.015, "two": 0.017}  # within its error (0.005)
     gains[by[0.02, 0.04]] = {"one": 0.020, "two": -0.002}  # within it on the mean, but loses on "two"
+    gains[by[0.02, 0.1]] = {"one": 0.016, "two": 0.019}  # within it, a higher mean than (0.02, 0.06)
     gains[by[0.01, 0.1]] = {"one": 0.010, "two": 0.010}  # beyond the error
     errors = {label: {"one": 0.005 * 2 ** 0.5, "two": 0.005 * 2 ** 0.5} for label in labels}
     probe = {label: {"one": 1.0, "two": 1.0} for label in labels}
 
     assert choose(gains, probe, sets, labels) == by[0.04, 0.1]
     assert choose_within_one_se(gains, errors, probe, sets, labels) == by[0.02, 0.06]
+    assert choose_within_one_se(gains, errors, probe, sets, labels, then="mean gain") == by[0.02, 0.1]
     errors = {label: {"one": 0.0, "two": 0.0} for label in labels}  # no error: the pick itself
     assert choose_within_one_se(gains, errors, probe, sets, labels) == by[0.04, 0.1]
 
