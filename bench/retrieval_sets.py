@@ -18,7 +18,8 @@ from semantic_mcp.documents import SourceDocument  # noqa: E402
 # The two shared reference sets (read-only, outside the repo) and the sets committed here (bench/sets/README.md).
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 SETS = ROOT / "bench" / "sets"
-ALL_SETS = ("msmarco@43", "arcd", "dbpedia", "spf-fr", "xquad-de", "xquad-es", "xquad-ru")
+ALL_SETS = ("msmarco@43", "arcd", "dbpedia", "spf-fr", "xquad-de", "xquad-es", "xquad-ru",
+            "cranfield", "cisi", "jsquad", "cmrc-zh")  # the last four added after three procedures were tried
 
 
 @dataclass
