@@ -85,12 +85,14 @@ def smart(documents: Path, queries_file: Path, judgements: Path, name: str, quer
     judgement line's third column to a BEIR grade (0: not relevant)."""
     docs = [{"_id": str(i), "title": " ".join(r.get("T", "").split()), "text": " ".join(r.get("W", "").split())}
             for i, r in enumerate(_records(documents), start=1)]
-    texts = {str(i): " ".join((r.get("W") or r.get("T", "")).split()) for i, r in enumerate(_records(queries_file), start=1)}
+    texts = {str(i): " ".join((r.get("W") or r.get("T", "")).split())
+             for i, r in enumerate(_records(queries_file), start=1)}
     qrels: dict[str, dict[str, int]] = {}
     for line in judgements.read_text().splitlines():
         if len(columns := line.split()) >= 3 and (g := grade(columns[2])) > 0:
             qrels.setdefault(columns[0], {})[columns[1]] = g
-    kept = sorted(random.Random(SAMPLE_SEED).sample(sorted(qrels), min(queries_wanted, MAX_QUERIES, len(qrels))), key=int)
+    wanted = min(queries_wanted, MAX_QUERIES, len(qrels))
+    kept = sorted(random.Random(SAMPLE_SEED).sample(sorted(qrels), wanted), key=int)
     qrels = {q: qrels[q] for q in kept}
     keep = sample_docs([d["_id"] for d in docs], qrels, total)
     write(name, [d for d in docs if d["_id"] in keep and (d["title"] or d["text"])], texts, qrels)
