@@ -270,6 +270,12 @@ def choose(gains: dict[str, dict[str, float]], probe: dict[str, dict[str, float]
     return max(allowed, key=lambda s: (round(min(gains[s][n] for n in sets), 3), np.mean([gains[s][n] for n in sets])))
 
 
+def mean_error(errors: dict[str, dict[str, float]], setting: str, sets: Sequence[str]) -> float:
+    """The standard error of ``setting``'s mean gain over ``sets``: the root of the sum of each set's
+    squared standard error, over the number of sets."""
+    return math.sqrt(sum(errors[setting][n] ** 2 for n in sets)) / len(sets)
+
+
 def choose_within_one_se(gains: dict[str, dict[str, float]], errors: dict[str, dict[str, float]],
                          probe: dict[str, dict[str, float]], sets: Sequence[str], among: Sequence[str],
                          then: str = "token weight") -> str:
@@ -277,12 +283,11 @@ def choose_within_one_se(gains: dict[str, dict[str, float]], errors: dict[str, d
     Statistical Learning*, 7.10) over ``choose``: of the settings that lose to the dense leg on none of
     ``sets`` and whose mean gain is within one standard error of the pick of ``choose``, the one that
     weighs plain queries' keywords least, then (``then``) the least token-showing queries' weight or the
-    highest mean gain. The error is that of the pick's mean gain over the sets: the root of the sum of each
-    set's squared standard error of its per-query gains, over the number of sets. Gains within it are not
-    evidence for more keyword weight, and the weight that helps the sets chosen on is what may hurt a set
-    nobody chose on. (``then="mean gain"`` was committed after the seven sets, before the eighth and ninth.)"""
+    highest mean gain. The error is that of the pick's mean gain over the sets (:func:`mean_error`, each
+    set's from the spread of its per-query gains). Gains within it are not evidence for more keyword
+    weight, and the weight that helps the sets chosen on is what may hurt a set nobody chose on. (``then="mean gain"`` was committed after the first seven sets, before the last four.)"""
     best = choose(gains, probe, sets, among)
-    error = math.sqrt(sum(errors[best][n] ** 2 for n in sets)) / len(sets)
+    error = mean_error(errors, best, sets)
     mean = {s: float(np.mean([gains[s][n] for n in sets])) for s in among}
     allowed = [s for s in among if all(probe[s][n] >= max(p[n] for p in probe.values()) - PROBE_SLACK for n in sets)
                and round(min(gains[s][n] for n in sets), 3) >= 0 and mean[s] >= mean[best] - error]
@@ -373,7 +378,7 @@ def main() -> None:
             if not (others := [o for o in names if o != n]):
                 continue
             best = choose(gains, probe, others, adaptive)
-            error = math.sqrt(sum(errors[best][o] ** 2 for o in others)) / len(others)
+            error = mean_error(errors, best, others)
             pick = choose_within_one_se(gains, errors, probe, others, adaptive, then)
             print(f"| {n} | {best} | {np.mean([gains[best][o] for o in others]):+.4f} ± {error:.4f} | {pick} | "
                   f"{gains[pick][n]:+.4f} | {'yes' if gains[pick][n] >= -1e-9 else 'no'} |")

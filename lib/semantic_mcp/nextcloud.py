@@ -235,19 +235,18 @@ class NextcloudClient:
         all_headers = {**self._auth_headers(user), **(headers or {})}
         try:
             with self.health.sending():
-                try:
-                    response = await self._http.request(
-                        method, path, headers=all_headers, params=params, content=content, json=json
-                    )
-                except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-                    # A kept-alive connection the server closed as it was reused ("disconnected
-                    # without sending a response"): Nextcloud never saw the request, so a read is
-                    # sent again, once, on a new connection, before anyone pauses for it.
-                    if method not in _SAFE_TO_REPEAT:
-                        raise
-                    response = await self._http.request(
-                        method, path, headers=all_headers, params=params, content=content, json=json
-                    )
+                for attempt in (1, 2):
+                    try:
+                        response = await self._http.request(
+                            method, path, headers=all_headers, params=params, content=content, json=json
+                        )
+                        break
+                    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                        # A kept-alive connection the server closed as it was reused ("disconnected
+                        # without sending a response"): Nextcloud never saw the request, so a read is
+                        # sent again, once, on a new connection, before anyone pauses for it.
+                        if attempt == 2 or method not in _SAFE_TO_REPEAT:
+                            raise
         except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
             # Connected, but this one request is slow (a big download): the item's problem, no pause.
             raise Transient(f"{method} {path}: {type(exc).__name__}") from exc
