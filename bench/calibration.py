@@ -103,21 +103,24 @@ def collect(embedder_name: str) -> dict:
         vector = embedder.embed_query(text)
         return float(np.mean(reference @ (vector / np.linalg.norm(vector))))
 
+    def query(set_name: str, kind: str, qid: str, text: str, grades: dict) -> dict:
+        retriever = retrievers[set_name]
+        rows = candidates(retriever, text)
+        # The best cosine over the query's noise floor: what Calibration.for_query reads, as the retriever does.
+        above_noise = max((cos for _, cos, _ in rows), default=0.0) - retriever.noise.of(embedder.embed_query(text))
+        return {"set": set_name, "kind": kind, "id": qid, "text": text, "grades": grades, "baseline": baseline(text),
+                "rows": rows, "above_noise": above_noise}
+
     with tempfile.TemporaryDirectory() as tmp:
         retrievers = {name: build(d, embedder, Path(tmp)) for name, d in datasets.items()}
         for name, data in datasets.items():
             other = next(n for n in SETS if n != name)
             for qid, grades in data.qrels.items():
-                text = data.queries[qid]
-                out["queries"].append({"set": name, "kind": "judged", "id": qid, "text": text, "grades": grades,
-                                       "baseline": baseline(text), "rows": candidates(retrievers[name], text)})
-                out["queries"].append({"set": other, "kind": "foreign", "id": f"{name}:{qid}", "text": text,
-                                       "grades": {}, "baseline": baseline(text), "rows": candidates(retrievers[other], text)})
+                out["queries"].append(query(name, "judged", qid, data.queries[qid], grades))
+                out["queries"].append(query(other, "foreign", f"{name}:{qid}", data.queries[qid], {}))
             probe = probes(data)
             for qid, grades in probe.qrels.items():
-                text = probe.queries[qid]
-                out["queries"].append({"set": name, "kind": "probe", "id": qid, "text": text, "grades": grades,
-                                       "baseline": baseline(text), "rows": candidates(retrievers[name], text)})
+                out["queries"].append(query(name, "probe", qid, probe.queries[qid], grades))
             print(f"{name}: features collected", file=sys.stderr)
     return out
 
@@ -149,6 +152,11 @@ def answers(q: dict, doc: str) -> bool:
     return q["grades"].get(doc, 0) >= ANSWER_GRADE[q["set"]]
 
 
+def own(fusion: Calibration, q: dict) -> Calibration:
+    """``fusion`` as it ranks and scores query ``q`` (:meth:`Calibration.for_query`)."""
+    return fusion.for_query(q["text"], q.get("above_noise"), max((cov for _, _, cov in q["rows"]), default=0.0))
+
+
 def training_rows(queries: list[dict], fusion: Calibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Judged candidates as (fused evidence, answers?, weight): each query weighs 1 in total, half on
     its answering candidates and half on the others, so that a set with 95 answers per query and
@@ -159,7 +167,7 @@ def training_rows(queries: list[dict], fusion: Calibration) -> tuple[np.ndarray,
         positives = sum(labels)
         if not positives or positives == len(labels):
             continue
-        fused = fusion.for_query(q["text"]).fused
+        fused = own(fusion, q).fused
         for (_, cos, cov), label in zip(q["rows"], labels, strict=True):
             xs.append([fused(cos, cov)])
             ys.append(float(label))
@@ -207,7 +215,7 @@ def calibration_error(queries: list[dict], calibration: Calibration) -> tuple[fl
     Observed rates count judged answers only (unjudged passages count as not answering)."""
     predicted, actual = [], []
     for q in queries:
-        for doc, p in ranked(q, calibration.for_query(q["text"]).probability):
+        for doc, p in ranked(q, own(calibration, q).probability):
             predicted.append(p)
             actual.append(float(answers(q, doc)))
     p, a = np.array(predicted), np.array(actual)
@@ -229,12 +237,12 @@ def cutoff_effect(judged: list[dict], foreign: list[dict], probe: list[dict], ca
 
     def kept(q: dict, exclude: set[str] = frozenset()) -> list[str]:
         """The top 10 as the app returns them: what the default cut-off keeps (exact matches included)."""
-        calibration = shipped.for_query(q["text"])
+        calibration = own(shipped, q)
         return [d for d, p in ranked(q, calibration.probability, exclude) if calibration.keeps(p, coverage[id(q), d])]
 
     kept_n, kept_r, full_n, full_r = [], [], [], []
     for q in judged:
-        full = [d for d, _ in ranked(q, shipped.for_query(q["text"]).probability)]
+        full = [d for d, _ in ranked(q, own(shipped, q).probability)]
         kept_n.append(ndcg(kept(q), q["grades"]))
         kept_r.append(recall(kept(q), q["grades"]))
         full_n.append(ndcg(full, q["grades"]))
@@ -305,8 +313,8 @@ def report(data: dict, cut_offs: Sequence[float], fit_sets: Sequence[str]) -> No
         f" for token-showing queries at w = {fusion.token_weight}" if fusion.token_weight is not None else "")
     if fusion.token_weight is not None:
         print(f"\nShipped fusion (retrieval_quality.py): {named}; nDCG@10 " + ", ".join(
-            f"{s} {quality(judged[s], lambda q: fusion.for_query(q['text']).fused):.3f} (probe "
-            f"{quality(probe[s], lambda q: fusion.for_query(q['text']).fused):.3f})" for s in SETS))
+            f"{s} {quality(judged[s], lambda q: own(fusion, q).fused):.3f} (probe "
+            f"{quality(probe[s], lambda q: own(fusion, q).fused):.3f})" for s in SETS))
 
     print(f"\n### Calibration at {named}: P(answers) = sigmoid(bias + slope x fused)\n")
     print("| Fitted on | bias | slope | P = 0.5 at fused | Checked on | Brier | ECE |\n|---|---|---|---|---|---|---|")

@@ -232,16 +232,14 @@ PLAIN_RULES = {"separation": separation, "gate": gate}
 
 
 def _scaled_mix(retriever: HybridRetriever, rule):
-    """``retriever._mix`` with a plain query's keyword weight scaled by ``rule`` of its candidates' coverage
-    (computed by the production ``_mix`` itself, memoised: a second pass re-fuses with the scaled weight)."""
+    """``retriever._mix`` with a plain query's keyword weight scaled by ``rule`` of its candidates' coverage."""
     mix = type(retriever)._mix.__get__(retriever)
 
-    def scaled(user, vector, dense_cos, bm25, keyword_query, mode, calibration, across=frozenset()):
-        result = mix(user, vector, dense_cos, bm25, keyword_query, mode, calibration, across)
-        if calibration.exact_bonus or not result[2]:  # a token-showing query (search/tokens.py), or no keyword leg
-            return result
-        weight = calibration.keyword_weight * rule([result[2].get(c, 0.0) for c in dense_cos])
-        return mix(user, vector, dense_cos, bm25, keyword_query, mode, replace(calibration, keyword_weight=weight), across)
+    def scaled(vector, dense_cos, bm25, coverage, mode, calibration, across=frozenset()):
+        if calibration.exact_bonus or not coverage:  # a token fusion (Calibration.for_query), or no keyword leg
+            return mix(vector, dense_cos, bm25, coverage, mode, calibration, across)
+        weight = calibration.keyword_weight * rule([coverage.get(c, 0.0) for c in dense_cos])
+        return mix(vector, dense_cos, bm25, coverage, mode, replace(calibration, keyword_weight=weight), across)
     return scaled
 
 

@@ -136,7 +136,7 @@ def _candidate(key: str, above_noise: float, score: float, other_language: bool)
                      coverage=0.0, above_noise=above_noise, other_language=other_language)
 
 
-CUT = Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39, noise_margin=0.04,
+CUT = Calibration(keyword_weight=0.02, exact_bonus=0.04, bias=-28.29, slope=33.19, noise_margin=0.04,
                   other_language_bonus=0.05, other_language_spread=0.024)
 
 

@@ -361,6 +361,23 @@ def test_the_default_keyword_weight_depends_on_what_the_query_shows() -> None:
     assert minilm.for_query("K7R-99Q2") is minilm is minilm.for_query("crepes") and UNCALIBRATED.for_query("x") is UNCALIBRATED
 
 
+def test_words_decide_when_the_embedding_cannot_read_the_query() -> None:
+    """A lowercase query whose best candidate rises less than the margin over its noise floor ("fjzilcfeysw
+    dplgomfzbamv") gets the token fusion when a candidate holds one of its tokens: every random note is as
+    close in meaning as that one. A weak match of common words ("how do I make") leaves the plain fusion."""
+    from semantic_mcp.search.calibration import NOISE_FLOOR_WAIVED_COVERAGE, calibration_for
+
+    e5 = calibration_for("multilingual-e5-small-q4")
+    assert e5.noise_margin is not None and e5.token_weight is not None
+    query, holds = "fjzilcfeysw dplgomfzbamv", NOISE_FLOOR_WAIVED_COVERAGE
+    unreadable = e5.for_query(query, e5.noise_margin - 0.001, holds)
+    assert unreadable.keyword_weight == e5.token_weight and unreadable.exact_bonus == e5.exact_bonus > 0
+    plain = e5.for_query(query)  # no floor measured
+    assert plain.keyword_weight == e5.keyword_weight < e5.token_weight and plain.exact_bonus == 0
+    assert e5.for_query(query, e5.noise_margin + 0.001, holds) == plain  # the embedding reads it
+    assert e5.for_query(query, e5.noise_margin - 0.001, holds - 0.01) == plain  # no candidate holds a token
+
+
 def test_the_retriever_ranks_and_scores_each_query_with_its_own_weights(retriever: HybridRetriever) -> None:
     """A plain question holding every word of a card gets no exact bonus; a code gets the token weight and it."""
     calibration = retriever.calibration()

@@ -1,5 +1,5 @@
 """Calibration: how one embedding model's evidence becomes a score that means the same across queries,
-and what the default cut-off returns (docs/adr/0250, 0270, 0271, 0280, 0281).
+and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281).
 
 The numbers are measured by the benches named beside them (bench/RESULTS.md); the retriever
 (retrieval.py) ranks and scores with them, the search service cuts with :func:`default_cut`.
@@ -46,7 +46,7 @@ class Calibration:
     moves a passage little, a code, number or name matched exactly moves it past look-alikes. Raw, not
     scaled over the candidates, so a match is worth the same whatever the others are; in the model's own
     cosine units (e5's span little, MiniLM's much more). With ``token_weight`` the weights depend on the
-    query (:meth:`for_query`), chosen by leave-one-set-out over seven sets (``bench/retrieval_quality.py``).
+    query (:meth:`for_query`), chosen by leave-one-set-out over eleven sets (``bench/retrieval_quality.py``).
 
     Score: ``P(answers) = sigmoid(bias + slope x fused)``, a logistic regression on the judged
     candidates (each query weighing alike, half its answers and half the rest, so no
@@ -68,11 +68,19 @@ class Calibration:
     # other-language candidate this close to the best kept one is returned too (:func:`default_cut`).
     other_language_spread: float = 0.0
 
-    def for_query(self, query: str) -> Calibration:
-        """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``."""
+    def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0) -> Calibration:
+        """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``.
+
+        The token fusion serves a query showing a code, number or name (search/tokens.py), and one the
+        embedding cannot read: its best candidate cosine rises less than ``noise_margin`` over its noise
+        floor (``best_above_noise``, search/noise.py), so every random note is as close in meaning as the one
+        holding a query token ("fjzilcfeysw dplgomfzbamv"), and a candidate holds a distinctive query token
+        (``best_coverage``, the highest keyword coverage among its candidates): then the words decide (ADR 0273)."""
         if self.token_weight is None:
             return self
-        weights = {"keyword_weight": self.token_weight} if shows_token(query) else {"exact_bonus": 0.0}
+        unreadable = (self.noise_margin is not None and best_above_noise is not None
+                      and best_above_noise < self.noise_margin and best_coverage >= NOISE_FLOOR_WAIVED_COVERAGE)
+        weights = {"keyword_weight": self.token_weight} if shows_token(query) or unreadable else {"exact_bonus": 0.0}
         return replace(self, token_weight=None, **weights)
 
     def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
@@ -120,10 +128,10 @@ def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
 
 
 # Per embedder ``model_id``, from ``bench/calibration.py --embedder NAME`` (bench/RESULTS.md): e5's weights
-# chosen over seven sets (ADR 0271), its scores fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO
+# chosen over eleven sets (ADR 0273), its scores fitted on MS MARCO + ARCD; MiniLM, English-only, on MS MARCO
 # alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small-q4": Calibration(keyword_weight=0.04, exact_bonus=0.04, bias=-26.09, slope=30.39,
+    "multilingual-e5-small-q4": Calibration(keyword_weight=0.02, exact_bonus=0.04, bias=-28.29, slope=33.19,
                                           noise_margin=0.04, token_weight=0.1,  # ADR 0281 (language_offset.py):
                                           other_language_bonus=0.05, other_language_spread=0.024),
     "all-MiniLM-L6-v2-onnx-int8": Calibration(keyword_weight=0.3, exact_bonus=0.1, bias=-3.25, slope=5.35),

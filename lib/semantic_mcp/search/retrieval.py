@@ -15,7 +15,7 @@ chunks contain and which weigh little) scores near 0, and a query's words no chu
 (a paraphrase) lower every chunk's coverage. No stop-word list, any language.
 
 Scores fitted on MS MARCO (English) and ARCD (Arabic) by ``bench/calibration.py``, the keyword weight
-chosen over seven sets by ``bench/retrieval_quality.py``: docs/adr/0250 and 0270.
+chosen over eleven sets by ``bench/retrieval_quality.py``: docs/adr/0250, 0270 and 0273.
 """
 
 from __future__ import annotations
@@ -136,13 +136,13 @@ class HybridRetriever:
         return calibration_for(self.embedder.model_id)
 
     def _mix(
-        self, user: str, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
-        keyword_query: str, mode: Mode, calibration: Calibration, across: frozenset[str] = frozenset(),
-    ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-        """Each candidate chunk's (ranking key, score, keyword coverage).
+        self, vector: np.ndarray | None, dense_cos: dict[str, float], bm25: dict[str, float],
+        coverage: dict[str, float], mode: Mode, calibration: Calibration, across: frozenset[str] = frozenset(),
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Each candidate chunk's (ranking key, score).
 
         Hybrid: both kinds of evidence are known for every candidate (a chunk only BM25 found has
-        its cosine from its stored vector in ``dense_cos`` already; coverage is computed for the
+        its cosine from its stored vector in ``dense_cos`` already; ``coverage`` is computed for the
         chunks the vectors found too), and the score is their calibrated probability of answering
         (:class:`Calibration`); they rank by the fused evidence the probability grows with (or, with
         ``Fusion.rrf()``, by reciprocal rank fusion), under the query's own ``calibration``. Dense mode
@@ -152,21 +152,19 @@ class HybridRetriever:
         """
         if mode == "keyword" or vector is None:
             scaled = _scaled(bm25, top_only=True)
-            return scaled, scaled, {}
+            return scaled, scaled
         dense_ids = list(dense_cos)
-        # Keyword hits whose vector is gone (not or no longer in the store) are left out.
-        coverage = self.keyword.coverage(user, keyword_query, list(dense_cos))
         if calibration is UNCALIBRATED:
             fused = scores = self._relative_mix(dense_cos, coverage)
         else:
             fused = {c: calibration.fused(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
             scores = {c: calibration.probability(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
         if mode == "dense":
-            return dict(dense_cos), scores, coverage
+            return dict(dense_cos), scores
         if self.fusion.method == "rrf":
-            return self._reciprocal_rank(dense_ids, list(bm25)), scores, coverage
+            return self._reciprocal_rank(dense_ids, list(bm25)), scores
         # Ranked by the fused evidence itself: the probabilities of strong matches all round to 1.
-        return fused, scores, coverage
+        return fused, scores
 
     @staticmethod
     def _relative_mix(dense_cos: dict[str, float], coverage: dict[str, float]) -> dict[str, float]:
@@ -284,12 +282,17 @@ class HybridRetriever:
 
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
-        calibration = self.calibration().for_query(keyword_query or query)  # what the keyword leg matches
+        # Keyword coverage of every candidate with a vector (keyword hits whose vector is gone are left out).
+        coverage = ({} if mode == "keyword" or vector is None else
+                    self.keyword.coverage(user, keyword_query or query, list(dense_cos)))
+        base = self.calibration()
+        floor = self.noise.of(vector) if vector is not None and base.noise_margin is not None else None
+        calibration = base.for_query(keyword_query or query,  # what the keyword leg matches
+                                     max(dense_cos.values()) - floor if floor is not None and dense_cos else None,
+                                     max(coverage.values(), default=0.0))
         across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
-        rank_key, chunk_scores, coverage = self._mix(
-            user, vector, dense_cos, dict(keyword_hits), keyword_query or query, mode, calibration, across
-        )
+        rank_key, chunk_scores = self._mix(vector, dense_cos, dict(keyword_hits), coverage, mode, calibration, across)
         doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
         best_chunk: dict[str, str] = {}
         for chunk_id in sorted(rank_key, key=lambda c: -rank_key[c]):
@@ -298,7 +301,6 @@ class HybridRetriever:
                 best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
         top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
 
-        floor = self.noise.of(vector) if vector is not None and calibration.noise_margin is not None else None
         # The results' metadata where the legs read ids alone (ADR 0568), and their texts (ADR 0567).
         unread = [best_chunk[d] for d in top if best_chunk[d] not in records or not records[best_chunk[d]].metadata]
         records.update((r.chunk_id, r) for r in self.store.get_chunks(user, unread, read_texts=False))

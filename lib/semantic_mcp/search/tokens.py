@@ -4,9 +4,10 @@ The keyword leg earns its weight on such queries ("invoice K7R-99Q2", "+15555550
 the passage holding the token is the answer, and the embedding may rank look-alikes above it. On
 plain questions ("how do I make breakfast crepes") partial word overlap is weak evidence, and on
 lowercase web questions (MS MARCO) any keyword weight ranked below the dense leg. So the fusion
-weighs keywords per query (``Calibration.for_query``), chosen by leave-one-set-out over seven sets
+weighs keywords per query (``Calibration.for_query``), chosen by leave-one-set-out over eleven sets
 (``bench/retrieval_quality.py``, docs/adr/0270). Read from the text alone: no model, any script with
-digits or capitals (Arabic has neither, so its questions count as plain).
+digits or capitals (Arabic has neither, so its questions count as plain, unless the embedding cannot read
+them: ``Calibration.for_query``, docs/adr/0273).
 """
 
 from __future__ import annotations
