@@ -67,3 +67,11 @@ def real(real_session: RealStack) -> Iterator[RealStack]:
     real_session.reset()
     real_session.dirty = True  # whatever the module does, the next one starts from the saved state
     yield real_session
+
+
+@pytest.fixture
+def frequent_reconciliation(real: RealStack) -> Iterator[None]:
+    """Reconciliation every 3 s, for what no event reports (contacts, shares for their recipient)."""
+    real.set_admin_field("reconcile_interval_minutes", 0.05)
+    yield
+    real.set_admin_field("reconcile_interval_minutes", 15)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from realstack import RealStack
 from semantic_mcp.sources.examples import (
     DECK_SAMPLE_IMAGE,
@@ -78,13 +77,6 @@ async def test_calendar_events_created_changed_and_deleted_over_caldav(real: Rea
     alice.delete_event(uid)  # Nextcloud moves it to the calendar's trash bin: MovedToTrash, not Deleted
     await real.eventually(lambda: gone(real, "alice", "orthodontist appointment", "Orthodontist check-up moved"),
                           timeout=30)
-
-
-@pytest.fixture
-def frequent_reconciliation(real: RealStack):
-    real.set_admin_field("reconcile_interval_minutes", 0.05)  # every 3 s
-    yield
-    real.set_admin_field("reconcile_interval_minutes", 15)
 
 
 async def test_a_deck_card_created_edited_and_deleted_is_found_within_seconds_through_deck_events(
