@@ -92,9 +92,10 @@ def organisation_items(user: str, count: int, texts: list[str], first: int) -> l
 def _add_item(fake: Any, user: str, i: int, kind: str, name: str, text: str, stacks: dict[str, int]) -> None:
     """One item written as its app's API would: a file, a note, a card on the user's board, an event in
     the personal calendar, a contact in the default address book."""
+    from fake_nextcloud.groupware import text_value
     from fake_nextcloud.seed import days_from, event_ics, vcard
 
-    escaped = text.replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,")  # iCalendar and vCard TEXT
+    escaped = text_value(text)
     if kind == "file":
         fake.put_file(user, name, text)
     elif kind == "note":

@@ -283,7 +283,8 @@ def choose_within_one_se(gains: dict[str, dict[str, float]], errors: dict[str, d
     weighs plain queries' keywords least, then (``then``) the least token-showing queries' weight or the
     highest mean gain. The error is that of the pick's mean gain over the sets (:func:`mean_error`, each
     set's from the spread of its per-query gains). Gains within it are not evidence for more keyword
-    weight, and the weight that helps the sets chosen on is what may hurt a set nobody chose on. (``then="mean gain"`` was committed after the first seven sets, before the last four.)"""
+    weight, and the weight that helps the sets chosen on is what may hurt a set nobody chose on.
+    (``then="mean gain"`` was committed after the first seven sets, before the last four.)"""
     best = choose(gains, probe, sets, among)
     error = mean_error(errors, best, sets)
     mean = {s: float(np.mean([gains[s][n] for n in sets])) for s in among}

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .clock import Clock
-from .groupware import Collection, DavObject, Emit
+from .groupware import Collection, DavObject, Emit, text_value
 from .responses import JsonError
 
 DEFAULT_LABELS = (("Finished", "31CC7C"), ("To review", "317CCC"), ("Action needed", "FF7A66"), ("Later", "F1DB50"))
@@ -382,9 +382,6 @@ class Deck:
 
     @staticmethod
     def _vtodo(card: Card, stack: Stack) -> str:
-        def text(value: str) -> str:
-            return value.replace("\\", "\\\\").replace("\n", "\\n").replace(",", "\\,").replace(";", "\\;")
-
         stamp = datetime.fromtimestamp(card.last_modified, UTC).strftime("%Y%m%dT%H%M%SZ")
         due = datetime.fromisoformat(card.duedate or "").astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         lines = [
@@ -395,12 +392,12 @@ class Deck:
             "BEGIN:VTODO",
             f"UID:deck-card-{card.id}",
             f"DTSTAMP:{stamp}",
-            f"SUMMARY:{text(card.title)}",
-            f"DESCRIPTION:{text(card.description)}",
+            f"SUMMARY:{text_value(card.title)}",
+            f"DESCRIPTION:{text_value(card.description)}",
             f"DUE:{due}",
             f"STATUS:{'COMPLETED' if card.done else 'NEEDS-ACTION'}",
             f"RELATED-TO:deck-stack-{stack.id}",
-            f"CATEGORIES:{text(stack.title)}",
+            f"CATEGORIES:{text_value(stack.title)}",
             "END:VTODO",
             "END:VCALENDAR",
         ]

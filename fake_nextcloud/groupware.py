@@ -23,6 +23,12 @@ CALENDAR_EVENT = "OCP\\Calendar\\Events\\"
 Emit = Callable[[str, str, dict], None]
 
 
+def text_value(value: str) -> str:
+    """``value`` as an iCalendar or vCard TEXT value (RFC 5545 3.3.11, RFC 6350 3.4): backslash, newline,
+    comma and semicolon escaped."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace(",", "\\,").replace(";", "\\;")
+
+
 def _unfolded(data: str) -> str:
     return re.sub(r"\r?\n[ \t]", "", data)
 

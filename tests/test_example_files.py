@@ -15,6 +15,7 @@ from semantic_mcp.sources.base import SourceOptions
 from semantic_mcp.sources.examples import NEXTCLOUD_32_SKELETON, is_nextcloud_example
 from stack import APP_ID, Stack
 
+from fake_nextcloud.groupware import text_value
 from fake_nextcloud.skeleton import put_skeleton, skeleton_files
 
 OWN_TEMPLATE = "Templates/Packing list.md"
@@ -139,7 +140,7 @@ EXAMPLE_EVENT_DESCRIPTION = (
 
 
 def _example_event(description: str) -> str:
-    escaped = description.replace("\\", "\\\\").replace(",", "\\,").replace(";", "\\;").replace("\n", "\\n")
+    escaped = text_value(description)
     return ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Sabre//Sabre VObject 4.5.6//EN\r\nBEGIN:VEVENT\r\n"
             "UID:3jRUlzdUQSj0UlgV15hFxPEU3lPFHSrx\r\nDTSTAMP:20261125T182944Z\r\nSUMMARY:Example event - open me!\r\n"
             f"DTSTART:20261202T100000Z\r\nDTEND:20261202T110000Z\r\nDESCRIPTION:{escaped}\r\n"
