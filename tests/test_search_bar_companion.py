@@ -135,3 +135,38 @@ async def test_a_companion_that_does_not_answer_in_time_leaves_the_hits_unverifi
     companion.present = True
     assert await companion.readable(nc, "alice", ["note:1"], timeout=0.05) == {"note:1": None}
     await nc.aclose()
+
+
+# --- the ExApp's /search-bar route, on the fake Nextcloud's stack ---------------------------------
+
+
+def _bar(stack: Any, user: str, body: Any) -> httpx.Response:
+    """The request the companion's provider sends through exAppRequest: the user in AppAPI's headers only."""
+    from fake_nextcloud.exapp_process import APP_ID
+    from fake_nextcloud.exapps import encode_pair
+
+    headers = {"ex-app-id": APP_ID, "ex-app-version": "0.1.0", "aa-version": "34.0.0",
+               "authorization-app-api": encode_pair(user, stack.exapp.secret)}
+    return httpx.post(stack.exapp.url + "/search-bar", json=body, headers=headers, timeout=30)
+
+
+async def test_the_route_answers_the_signed_users_hits_ranked_with_their_place(stack: Any) -> None:
+    mcp = (await stack.search("alice", "dentist appointment"))["results"]
+    assert mcp, "the demo content has alice's dentist appointment"
+    answer = _bar(stack, "alice", {"term": "dentist appointment", "limit": 5})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert {f"{r['type']}:{r['id']}" for r in results} >= {mcp[0]["id"]}
+    first = next(r for r in results if f"{r['type']}:{r['id']}" == mcp[0]["id"])
+    assert first["title"] == mcp[0]["title"] and first["link"].startswith("/")
+    assert set(first) == {"type", "id", "title", "link", "place", "starts"}  # no text, no excerpt, no owner
+    # bob asks the same with his own signature: none of alice's items.
+    bob = {f"{r['type']}:{r['id']}" for r in _bar(stack, "bob", {"term": "dentist appointment"}).json()["results"]}
+    assert not bob & {f"{r['type']}:{r['id']}" for r in results}
+
+
+def test_the_route_refuses_an_unsigned_call_and_a_malformed_body(stack: Any) -> None:
+    assert httpx.post(stack.exapp.url + "/search-bar", json={"term": "x"}, timeout=30).status_code == 401
+    refused = _bar(stack, "alice", {"limit": 3})
+    assert refused.status_code == 400 and refused.json() == {"error": "The search bar request has no term to search for."}
+    assert _bar(stack, "", {"term": "dentist"}).status_code == 403  # the app itself is nobody's search bar

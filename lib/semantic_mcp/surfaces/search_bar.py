@@ -47,8 +47,13 @@ async def search_bar(engine: Engine, user: str, term: str, limit: int) -> dict[s
     # The calibrated cut-off alone, without the noise-floor rule the MCP tools add: a person scans a short
     # list whose best item comes first, beside the other providers' word matches (ADR 0370).
     cut_off = engine.search.retriever.calibration().cut_off
+    # A source the admin just switched off shows nothing, though its items may not have left the index yet
+    # (search/verify.py drops them for the same reason).
+    enabled = sorted(engine.sources())
+    if not enabled:
+        return {"results": []}
     retrieved = await engine.search.retrieve(
-        user, term, limit, SearchFilters(), score_threshold=cut_off, depth=limit,
+        user, term, limit, SearchFilters(doc_types=enabled), score_threshold=cut_off, depth=limit,
         intent=read_intent(term, engine.clock.now()), recheck=False,
     )
     hits = [_hit(candidate) for candidate in retrieved.candidates]
