@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 import signal
 import time
 from datetime import UTC, datetime
@@ -201,21 +202,28 @@ def test_the_bar_answers_within_budget_when_the_exapp_is_slow_or_stopped(real: R
         took = time.monotonic() - started
     finally:
         process.send_signal(signal.SIGCONT)
-    assert answer["entries"] == [] and took < BUDGET + 1.5, (took, answer)
-    assert _logged(real, "Semantic Search shows nothing")
+    # The provider gave up at its budget (its own measure, in the log line), the whole answer soon after.
+    assert answer["entries"] == [] and took < BUDGET + 2.5, (took, answer)
+    assert _gave_up_after(real) <= BUDGET + 0.5
     real.stop_exapp()
     try:
         started = time.monotonic()
         assert bar(real, "alice", "herons")["entries"] == []
-        assert time.monotonic() - started < BUDGET + 1.5
+        assert time.monotonic() - started < BUDGET + 2.5
+        assert _gave_up_after(real) < BUDGET  # nothing listens: refused at once
     finally:
         real.start_exapp()
     asyncio.run(real.eventually(lambda: NOTE[0] in bar_titles(real, "alice", "herons"), timeout=60))
 
 
-def _logged(real: RealStack, text: str) -> bool:
-    return any(entry.get("app") == "semantic_search" and text in str(entry.get("message"))
-               for entry in real.nc.log_lines()[-50:])
+def _gave_up_after(real: RealStack) -> float:
+    """The seconds the provider's last "shows nothing" warning in Nextcloud's log says it waited."""
+    messages = [str(entry.get("message")) for entry in real.nc.log_lines()[-50:]
+                if entry.get("app") == "semantic_search" and entry.get("level") == 2]
+    found = [re.search(r"Semantic Search shows nothing: .*after ([\d.]+) s", message) for message in messages]
+    seconds = [float(match.group(1)) for match in found if match]
+    assert seconds, messages
+    return seconds[-1]
 
 
 async def test_a_user_with_indexing_off_gets_nothing(real: RealStack) -> None:
