@@ -151,11 +151,17 @@ def test_a_share_that_ends_disappears_at_once(real: RealStack) -> None:
 
 
 def test_a_deleted_item_never_shows_though_still_indexed(real: RealStack) -> None:
+    """Gone to the trash bin: a file, and an event (Nextcloud's calendar backend still returns a trashed
+    event by its uri; the companion must not count it as openable)."""
     alice = real.user("alice")
     alice.put_file("Kiln schedule.md", "# Kiln schedule\n\nThe pottery kiln fires on Thursdays at 900 degrees.")
+    uid = alice.put_event("Glaze workshop", datetime(2027, 4, 2, 9, 0, tzinfo=UTC), description="Celadon glazes.")
     asyncio.run(real.eventually(lambda: "Kiln schedule.md" in bar_titles(real, "alice", "pottery kiln"), timeout=90))
+    asyncio.run(real.eventually(lambda: "Glaze workshop" in bar_titles(real, "alice", "celadon"), timeout=90))
     alice.delete("Kiln schedule.md")
+    alice.delete_event(uid)
     assert "Kiln schedule.md" not in bar_titles(real, "alice", "pottery kiln", limit=20)
+    assert "Glaze workshop" not in bar_titles(real, "alice", "celadon", limit=20)
 
 
 def test_the_recheck_endpoint_answers_only_the_exapp_for_its_signed_user(real: RealStack) -> None:

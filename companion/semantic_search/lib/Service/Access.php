@@ -18,7 +18,10 @@ use Sabre\VObject\Reader;
  * the user's own view (a calendar shared with them appears under its "…_shared_by_…" uri).
  */
 class Access {
-	/** @var array<string, array<string, int>> per user: calendar or address book uri => id */
+	private const OWNER = '{http://owncloud.org/ns}owner-principal';
+	private const DELETED_AT = '{http://nextcloud.com/ns}deleted-at';
+
+	/** @var array<string, array<string, array{id: int, own: bool}>> per user: calendar or address book uri => it */
 	private array $collections = [];
 
 	public function __construct(
@@ -80,13 +83,20 @@ class Access {
 		if ($collection === '' || $object === '' || str_contains($object, '/')) {
 			return null;
 		}
-		$collectionId = $this->collectionIds($uid, $kind)[$collection] ?? null;
-		if ($collectionId === null) {
+		$found = $this->collections($uid, $kind)[$collection] ?? null;
+		if ($found === null) {
 			return null;
 		}
+		$collectionId = $found['id'];
 		if ($kind === 'calendar') {
 			$row = \OCP\Server::get(\OCA\DAV\CalDAV\CalDavBackend::class)->getCalendarObject($collectionId, $object);
-			$data = is_array($row) ? ($row['calendardata'] ?? null) : null;
+			// The backend also returns objects in the trash bin; and a sharee sees no private event and only
+			// "busy" of a confidential one (CalDAV censors them), so neither is shown by its title here.
+			if (!is_array($row) || !empty($row['deleted_at'])
+				|| (!$found['own'] && (int)($row['classification'] ?? 0) !== \OCA\DAV\CalDAV\CalDavBackend::CLASSIFICATION_PUBLIC)) {
+				return null;
+			}
+			$data = $row['calendardata'] ?? null;
 		} else {
 			$row = \OCP\Server::get(\OCA\DAV\CardDAV\CardDavBackend::class)->getCard($collectionId, $object);
 			$data = is_array($row) ? ($row['carddata'] ?? null) : null;
@@ -97,8 +107,13 @@ class Access {
 		return ['title' => $this->davTitle($data, $kind), 'node' => null, 'mime' => null, 'due' => null];
 	}
 
-	/** @return array<string, int> */
-	private function collectionIds(string $uid, string $kind): array {
+	/**
+	 * The user's calendars or address books by the uri they see (their own, and those shared with them),
+	 * calendars in the trash bin left out.
+	 *
+	 * @return array<string, array{id: int, own: bool}>
+	 */
+	private function collections(string $uid, string $kind): array {
 		$key = $kind . ':' . $uid;
 		if (!isset($this->collections[$key])) {
 			$principal = 'principals/users/' . $uid;
@@ -107,7 +122,11 @@ class Access {
 				: \OCP\Server::get(\OCA\DAV\CardDAV\CardDavBackend::class)->getAddressBooksForUser($principal);
 			$this->collections[$key] = [];
 			foreach ($rows as $row) {
-				$this->collections[$key][(string)$row['uri']] = (int)$row['id'];
+				if (!empty($row[self::DELETED_AT])) {
+					continue;
+				}
+				$owner = (string)($row[self::OWNER] ?? $row['principaluri'] ?? '');
+				$this->collections[$key][(string)$row['uri']] = ['id' => (int)$row['id'], 'own' => $owner === $principal];
 			}
 		}
 		return $this->collections[$key];
