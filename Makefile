@@ -25,7 +25,11 @@ NC_KIT := ../shared/nextcloud-34-server/nc-kit
 export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
 export REAL_NC_PORT ?= 8089
 
-.PHONY: help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
+# The PHP companion app (search bar, one-request re-checks): docs/search-bar.md.
+COMPANION := companion/semantic_search
+COMPANION_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' $(COMPANION)/appinfo/info.xml | head -1)
+
+.PHONY: companion-package help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -34,6 +38,7 @@ help:
 	@echo "make register    register it with that Nextcloud (OCC=..., NEXTCLOUD_URL=...; the secret is generated once)"
 	@echo "make unregister  unregister it"
 	@echo "make bench       run the benchmarks (slow: embeds the benchmark corpora once, then cached)"
+	@echo "make companion-package  build the search-bar companion app's tarball for the app store (build/)"
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-rerank.txt
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +118,14 @@ bench-load: $(STAMP) real-nextcloud
 bench-slice: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/real_slice.py
 
+# The app store takes a tarball whose top folder is the app id; sign it with the app's certificate
+# (occ integrity:sign-app, then openssl for the archive's signature: docs/search-bar.md).
+companion-package:
+	mkdir -p build
+	tar --sort=name --owner=0 --group=0 --mtime='2026-01-01 00:00Z' -C companion -czf \
+	  build/semantic_search-$(COMPANION_VERSION).tar.gz semantic_search
+	@echo "build/semantic_search-$(COMPANION_VERSION).tar.gz"
+
 clean:
 	@[ ! -x $(NC_KIT) ] || [ ! -d $(REAL_NC_DIR) ] || $(NC_KIT) stop $(REAL_NC_DIR)
-	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp .nextcloud-bench
+	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp .nextcloud-bench build

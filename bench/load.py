@@ -1,6 +1,7 @@
 """Concurrent searches through a real Nextcloud 34's AppAPI proxy: searches/s, median and p95 per level.
 
     PYTHONPATH=lib:. .venv/bin/python bench/load.py [--clients 1,4,8,16] [--calls 10] [--mode legacy] [--harp]
+                                                    [--companion]
 
 ``--harp`` (root, Docker): the app deployed through HaRP on Nextcloud 34 as the HaRP test tier does
 (tests/harp), each level run twice: through Nextcloud's proxy URL (PHP, then HaRP) and through
@@ -15,6 +16,14 @@ as the caller, so each search makes the app call back into Nextcloud while the p
 a PHP worker. Reports failed calls and the app's verification counters for the level: hits
 re-checked, own hits served unchecked (Nextcloud did not answer in time), shared hits withheld, and
 searches that skipped re-checks while Nextcloud was saturated. Shared hits are never served unchecked.
+
+``--companion``: each level three times in the same run (docs/search-bar.md, ADR 0370): MCP searches
+with the companion app ``semantic_search`` disabled (each source re-checked with its own requests,
+today's path), then enabled (a search's hits re-checked in one PHP request), then Nextcloud's search
+bar (``/ocs/v2.php/search/providers/semantic_search/search``): the companion's provider asks the
+ExApp and opens every hit as the user in process, so each search holds one PHP worker and never
+waits for another. For the bar, "gave up" counts searches the provider answered empty because the
+ExApp did not answer within its 2 s budget (Nextcloud's log), and "hits re-checked" the hits shown.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "real")]
@@ -83,14 +94,63 @@ async def level(stack: RealStack, clients: int, calls: int, mode: str, url: str 
     elapsed = time.monotonic() - started
     after = (await stack.status("alice")).get("verification", {})
     delta = {key: after[key] - before.get(key, 0) for key in after}
+    return {**_summary(clients, calls, latencies, failures, elapsed), **delta}
+
+
+SEARCH_BAR = "/ocs/v2.php/search/providers/semantic_search/search"
+GAVE_UP = "Semantic Search shows nothing"
+
+
+async def bar_loop(stack: RealStack, user: str, calls: int, latencies: list[float], failures: list[str],
+                   offset: int, shown: list[int]) -> None:
+    """One person typing ``calls`` searches into Nextcloud's search bar, one after the other."""
+    async with httpx.AsyncClient(base_url=stack.nc.url, auth=(user, stack.app_password(user)), timeout=120,
+                                 headers={"OCS-APIRequest": "true"}) as http:
+        for i in range(calls):
+            query = QUERIES[(offset + i) % len(QUERIES)]
+            started = time.monotonic()
+            try:
+                response = await http.get(SEARCH_BAR, params={"term": query, "format": "json", "limit": 10})
+            except httpx.HTTPError as exc:
+                failures.append(f"{type(exc).__name__}: {exc}"[:200])
+                continue
+            if response.status_code != 200:
+                failures.append(f"HTTP {response.status_code}: {response.text[:150]}")
+                continue
+            latencies.append(time.monotonic() - started)
+            shown.append(len(response.json()["ocs"]["data"]["entries"]))
+
+
+async def bar_level(stack: RealStack, clients: int, calls: int) -> dict:
+    gave_up_before = _gave_up(stack)
+    latencies: list[float] = []
+    failures: list[str] = []
+    shown: list[int] = []
+    started = time.monotonic()
+    await asyncio.gather(*(
+        bar_loop(stack, ("alice", "bob")[i % 2], calls, latencies, failures, i * 3, shown) for i in range(clients)
+    ))
+    return {**_summary(clients, calls, latencies, failures, time.monotonic() - started),
+            "checked": sum(shown), "gave_up": _gave_up(stack) - gave_up_before}
+
+
+def _gave_up(stack: RealStack) -> int:
+    return sum(1 for entry in stack.nc.log_lines() if GAVE_UP in str(entry.get("message")))
+
+
+def _summary(clients: int, calls: int, latencies: list[float], failures: list[str], elapsed: float) -> dict:
     ordered = sorted(latencies)
     return {
         "clients": clients, "calls": clients * calls, "failed": len(failures),
         "per_second": len(latencies) / elapsed if elapsed else 0.0,
         "median_ms": statistics.median(ordered) * 1000 if ordered else float("nan"),
         "p95_ms": ordered[max(0, int(len(ordered) * 0.95) - 1)] * 1000 if ordered else float("nan"),
-        "failures": failures[:3], **delta,
+        "failures": failures[:3],
     }
+
+
+async def companion_is(stack: RealStack, state: str) -> bool:
+    return (await stack.status("alice")).get("companion_app", {}).get("state") == state
 
 
 def seed(stack: RealStack) -> None:
@@ -111,6 +171,16 @@ async def wait_seeded(stack: RealStack) -> None:
 
 async def _has(stack: RealStack, user: str, query: str, title: str) -> bool:
     return title in await stack.titles(user, query, score_threshold=0)  # found at all, whatever the cut-off
+
+
+async def run_path(stack: RealStack, path: str | tuple | None, clients: int, calls: int, mode: str) -> dict:
+    """One level on one path: a URL (None: the proxy) or, with --companion, (kind, companion enabled, URL)."""
+    if not isinstance(path, tuple):
+        return await level(stack, clients, calls, mode, path)
+    kind, companion, url = path
+    stack.set_companion(companion)
+    await stack.eventually(lambda: companion_is(stack, "installed" if companion else "not installed"), timeout=30)
+    return await (bar_level(stack, clients, calls) if kind == "bar" else level(stack, clients, calls, mode, url))
 
 
 def harp_stack(workdir: Path) -> tuple[RealStack, list]:
@@ -134,6 +204,8 @@ def main() -> None:
     parser.add_argument("--mode", default="legacy", choices=["legacy", "auto"],
                         help="legacy: protocol 2025-11-25 (most clients); auto: 2026-07-28")
     parser.add_argument("--harp", action="store_true", help="deploy through HaRP; compare both paths")
+    parser.add_argument("--companion", action="store_true",
+                        help="MCP without and with the companion app, then the search bar, at each level")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="semantic-mcp-load-"))
     if args.harp:
@@ -145,7 +217,10 @@ def main() -> None:
         stack = RealStack(nc, workdir, env={"APP_LOG_LEVEL": "WARNING"})
         stack.start()
         cleanup = [stack.stop, nc.stop]
-        paths = {"AppAPI proxy": None}
+        paths = ({"MCP, companion off (per-source re-checks)": ("mcp", False, None),
+                  "MCP, companion on (one-request re-checks)": ("mcp", True, None),
+                  "search bar (OCS, re-checked in PHP)": ("bar", True, None)}
+                 if args.companion else {"AppAPI proxy": None})
         server = "Nextcloud 34.0.1"
     try:
         seed(stack)
@@ -153,15 +228,15 @@ def main() -> None:
         print(f"{server} (nc-kit: PHP built-in server, 4 workers, SQLite); MCP protocol "
               f"{'2025-11-25' if args.mode == 'legacy' else '2026-07-28'}; {args.calls} searches per client\n")
         print("| path | clients | calls | failed | searches/s | median ms | p95 ms | hits re-checked "
-              "| own served unchecked | shared withheld | searches short-circuited |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "| own served unchecked | shared withheld | searches short-circuited | bar gave up |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for clients in (int(c) for c in args.clients.split(",")):
-            for name, url in paths.items():
-                row = asyncio.run(level(stack, clients, args.calls, args.mode, url))
+            for name, path in paths.items():
+                row = asyncio.run(run_path(stack, path, clients, args.calls, args.mode))
                 print(f"| {name} | {row['clients']} | {row['calls']} | {row['failed']} | {row['per_second']:.1f} | "
                       f"{row['median_ms']:.0f} | {row['p95_ms']:.0f} | {row.get('checked', 0)} | "
                       f"{row.get('unverified_served', 0)} | {row.get('withheld', 0)} | "
-                      f"{row.get('short_circuited_searches', 0)} |", flush=True)
+                      f"{row.get('short_circuited_searches', 0)} | {row.get('gave_up', '')} |", flush=True)
                 for failure in row["failures"]:
                     print(f"    failure: {failure}", file=sys.stderr)
     finally:

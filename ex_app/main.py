@@ -32,6 +32,7 @@ from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
 from semantic_mcp.logsafe import configure_logging
 from semantic_mcp.storage_modes import keep_private
+from semantic_mcp.surfaces.search_bar import BadRequest, read_request, search_bar
 from semantic_mcp.health import NextcloudHealth
 from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.oauth import AuthorizationServer
@@ -135,6 +136,8 @@ def create_app() -> FastAPI:
             await health.wait_usable()  # never ask while Nextcloud is down or refuses the app
             with contextlib.suppress(Exception):
                 await guarded(health, "read settings", lambda: SETTINGS.refresh(AsyncNextcloudApp()))
+            with contextlib.suppress(Exception):  # is the companion app (search bar, one-request re-checks) there?
+                await engine.verifier.companion.refresh(nc_client)  # type: ignore[union-attr]
             await asyncio.sleep(SETTINGS_REFRESH_SECONDS)
 
     @contextlib.asynccontextmanager
@@ -191,6 +194,18 @@ def create_app() -> FastAPI:
             log.warning("Rejected a webhook delivery: %s", exc)
             return JSONResponse({"error": f"malformed event: {exc}"}, status_code=400)
         return JSONResponse(result)
+
+    @app.post("/search-bar")
+    async def search_bar_hits(request: Request) -> JSONResponse:
+        # Only through exAppRequest: AppAPI signs it as the user (never named in the body); no proxy route.
+        user = request.scope.get("username")
+        if not user:
+            return JSONResponse({"error": "The search bar searches as a user; this request names none."}, 403)
+        try:
+            term, limit = read_request(json.loads(await request.body() or b"null"))
+        except (ValueError, BadRequest) as exc:
+            return JSONResponse({"error": str(exc) if isinstance(exc, BadRequest) else "The body is not JSON."}, 400)
+        return JSONResponse(await search_bar(engine, user, term, limit))
 
     app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/

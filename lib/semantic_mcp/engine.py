@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,7 @@ from .search.sampling import SamplingGate
 from .search.service import SearchService
 from .search.verify import Verifier
 from .sources import make_sources
+from .surfaces.companion import Companion
 from .sources.base import Source, SourceOptions
 from .store import VectorStore
 from .sync_status import WebhookHealth, sync_status
@@ -83,7 +85,8 @@ class Engine:
         )
         self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
         self.accounts.holders.append(DataHolder(self.state.users_with_data, self.purge_user))
-        self.verifier = Verifier(nc, self.sources, self._schedule_removal, timeout=deployment.recheck_timeout_seconds)
+        self.verifier = Verifier(nc, self.sources, self._schedule_removal, timeout=deployment.recheck_timeout_seconds,
+                                 companion=Companion(float(os.environ.get("COMPANION_CHECK_SECONDS", "60"))))
         self.search = SearchService(
             HybridRetriever(
                 _Current(self.store), self.keyword, _Current(self.embedder),

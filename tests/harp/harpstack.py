@@ -194,6 +194,7 @@ class HarpStack(RealStack):
         # The image is already on this machine: AppAPI checks it exists and pulls nothing.
         registry = self.image.split("/")[0]
         self.nc.occ("app_api:daemon:registry:add", DAEMON, "--registry-from", registry, "--registry-to", "local")
+        self.install_companion()  # the search bar's companion app, as on the real tier (docs/search-bar.md)
         return self
 
     def start_harp(self) -> None:

@@ -22,6 +22,7 @@ from nextcloud_api import NextcloudUser
 from semantic_mcp.sources.examples import DECK_SAMPLE_IMAGE
 
 SECRET = "real-tier-secret-0123456789abcdef0123456789"
+COMPANION = Path(__file__).resolve().parents[2] / "companion" / "semantic_search"
 WELCOME_BOARD = "Welcome to Nextcloud Deck!"
 
 
@@ -32,6 +33,7 @@ class RealStack(McpHarness):
         self.port = free_port()
         # The environment an app-store install deploys from info.xml, then the test's.
         self.env = {**deploy_env_from_info_xml(), "SETTINGS_REFRESH_SECONDS": "1", "APP_LOG_LEVEL": "INFO",
+                    "COMPANION_CHECK_SECONDS": "1",
                     **(env or {})}
         self.exapp: ExAppProcess | None = None
         self._users: dict[str, NextcloudUser] = {}
@@ -94,6 +96,7 @@ class RealStack(McpHarness):
         locked" during the app's busy first pass would leave the board half made, never retried."""
         for user in ("alice", "bob", "admin"):
             self._open_deck_first(user)
+        self.install_companion()
         self.start_exapp()
         self.register()
         try:  # within pytest-timeout's 300 s, so that the reason is printed
@@ -108,6 +111,17 @@ class RealStack(McpHarness):
         self.start_exapp()
         self.dirty = False
         return self
+
+    def install_companion(self) -> None:
+        """The companion app (search bar, one-request re-checks) from this checkout, as an admin installs
+        it by hand: copied into the server's apps folder, then enabled."""
+        target = self.nc.dir / "server" / "apps" / COMPANION.name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(COMPANION, target)
+        self.nc.occ("app:enable", COMPANION.name)
+
+    def set_companion(self, enabled: bool) -> None:
+        self.nc.occ("app:enable" if enabled else "app:disable", COMPANION.name)
 
     def _open_deck_first(self, user: str) -> None:
         """Deck's welcome board, whole: its sample image too, the board's last write. Even before the app

@@ -23,7 +23,7 @@ from .intent import QueryIntent, apply_intent
 from .rerank import Reranker
 from .calibration import UNCALIBRATED, default_cut
 from .retrieval import HybridRetriever
-from .verify import Verifier
+from .verify import Verification, Verifier
 
 VERIFY_SLACK = 5  # candidates retrieved and verified beyond those returned
 SEARCH_METHOD = "hybrid: dense (multilingual embeddings) + keyword (FTS5, IDF-weighted coverage)"
@@ -187,10 +187,13 @@ class SearchService:
         depth: int | None = None,
         intent: QueryIntent | None = None,
         only_mine: bool = False,
+        recheck: bool = True,
     ) -> Retrieved:
         """Hybrid retrieval, threshold, verification as ``user``, then the query's time and type cues
         (``intent``) re-order what is left; returns up to ``depth`` candidates. ``only_mine`` keeps
-        the items ``user`` owns (Nextcloud's word, recorded at indexing): nothing someone shared."""
+        the items ``user`` owns (Nextcloud's word, recorded at indexing): nothing someone shared.
+        ``recheck=False`` only for a caller that re-checks every item itself before anyone sees it
+        (the search bar's companion app does, in process: surfaces/search_bar.py)."""
         if self.before_retrieval is not None:
             await self.before_retrieval(user)
         depth = depth or limit
@@ -214,7 +217,8 @@ class SearchService:
         cut_notes = _cut_off_notes(candidates, passing, cut_off, limit)
         candidates = passing
         total = len(candidates)
-        checked = await self.verifier.verify(user, candidates)
+        checked = (await self.verifier.verify(user, candidates) if recheck
+                   else Verification(kept=list(candidates), dropped=[], unverified=0))
         kept, method, notes = checked.kept, SEARCH_METHOD, []
         if self.reranker is not None:  # only what the caller may open, re-ordered; scores stay calibrated
             reranked = await asyncio.to_thread(self.reranker.rerank, query, kept)

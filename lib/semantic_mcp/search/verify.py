@@ -4,7 +4,9 @@ The index can lag behind Nextcloud (a share revoked a second ago, a file deleted
 webhook worker was down), so before a hit leaves the server it is checked *as the calling user*
 against Nextcloud itself. Gone or forbidden (404/403) means drop it and schedule its removal.
 Each source checks its hits in as few requests as its API allows: one WebDAV SEARCH for files and
-notes, one multiget per calendar or address book, one request per Deck board (ADR-0010).
+notes, one multiget per calendar or address book, one request per Deck board (ADR-0010). When the
+companion app ``semantic_search`` is enabled, all of a search's hits are checked in one PHP request
+instead (surfaces/companion.py, ADR 0370).
 
 When Nextcloud cannot answer in time the hit is *unverifiable*, and what it becomes is decided
 here, explicitly: the caller's own document is served (the index can only be stale about it, and
@@ -28,6 +30,7 @@ from typing import Protocol
 from ..documents import DocRef
 from ..nextcloud import NextcloudClient
 from ..sources.base import Source
+from ..surfaces.companion import Companion
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +58,10 @@ class Verifier:
         timeout: float = 1.5,
         short_circuit_seconds: float = 5.0,
         probe_timeout: float = 0.75,
+        companion: Companion | None = None,
     ) -> None:
         self.nc = nc
+        self.companion = companion  # when its app is enabled, all of a search's checks are one request
         self._sources = sources
         self._on_gone = on_gone
         self._semaphore = asyncio.Semaphore(concurrency)
@@ -106,12 +111,14 @@ class Verifier:
             by_type.setdefault(ref.doc_type, []).append(ref.source_id)
         probe = self._probing
         timeout = min(self.timeout, self.probe_timeout) if probe else self.timeout
-        verdicts: dict[str, bool | None] = {}
-        checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
         self._probe_in_flight = self._probe_in_flight or probe
         try:
-            for part in await asyncio.gather(*checks):
-                verdicts.update(part)
+            companion = await self._through_companion(user, by_type, timeout)
+            verdicts: dict[str, bool | None] = companion if companion is not None else {}
+            if companion is None:
+                checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
+                for part in await asyncio.gather(*checks):
+                    verdicts.update(part)
         finally:
             if probe:
                 self._probe_in_flight = False
@@ -123,6 +130,20 @@ class Verifier:
             log.warning("Nextcloud did not answer a re-check within %gs; skipping re-checks for %gs (own results are "
                         "served unchecked, shared ones withheld)", timeout, self.short_circuit_seconds)
         return verdicts
+
+    async def _through_companion(
+        self, user: str, by_type: dict[str, list[str]], timeout: float
+    ) -> dict[str, bool | None] | None:
+        """Every verdict from one request to the companion app, or None when it is not there."""
+        if self.companion is None:
+            return None
+        sources = self._sources()
+        keys = [f"{doc_type}:{i}" for doc_type, ids in by_type.items() if doc_type in sources for i in ids]
+        verdicts = await self.companion.readable(self.nc, user, keys, timeout) if keys else {}
+        if verdicts is None:
+            return None
+        # A source the admin switched off: its documents are not served (as in _check).
+        return {**verdicts, **{f"{t}:{i}": False for t, ids in by_type.items() if t not in sources for i in ids}}
 
     async def _check(self, user: str, doc_type: str, source_ids: list[str], timeout: float) -> dict[str, bool | None]:
         """Verdicts by doc key for one type's hits, in as few requests as its source can manage."""
