@@ -192,7 +192,7 @@ def create_app() -> FastAPI:
             return JSONResponse({"error": f"malformed event: {exc}"}, status_code=400)
         return JSONResponse(result)
 
-    app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key).routes())
+    app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key, nc=nc_client).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/
     return app
 
