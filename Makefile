@@ -25,7 +25,12 @@ NC_KIT := ../shared/nextcloud-34-server/nc-kit
 export REAL_NC_DIR ?= $(CURDIR)/.nextcloud
 export REAL_NC_PORT ?= 8089
 
-.PHONY: help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
+# The app store's release archive: semantic_mcp/ with appinfo/info.xml (AppAPI reads the image and routes from it),
+# the icons and screenshots, the licence and the changelog. The image itself is built and pushed by
+# .github/workflows/release.yml on a tag v<version>.
+APPSTORE_TARBALL := dist/semantic_mcp-$(APP_VERSION).tar.gz
+
+.PHONY: appstore help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -34,6 +39,7 @@ help:
 	@echo "make register    register it with that Nextcloud (OCC=..., NEXTCLOUD_URL=...; the secret is generated once)"
 	@echo "make unregister  unregister it"
 	@echo "make bench       run the benchmarks (slow: embeds the benchmark corpora once, then cached)"
+	@echo "make appstore    build the app store's release archive in dist/ (the image: a v<version> tag, release.yml)"
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-rerank.txt
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +119,14 @@ bench-load: $(STAMP) real-nextcloud
 bench-slice: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/real_slice.py
 
+appstore:
+	rm -rf dist/semantic_mcp && mkdir -p dist/semantic_mcp
+	cp -r appinfo img LICENSE CHANGELOG.md README.md dist/semantic_mcp/
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2026-01-01 00:00Z' \
+	  -czf $(APPSTORE_TARBALL) -C dist semantic_mcp
+	rm -rf dist/semantic_mcp
+	@echo $(APPSTORE_TARBALL)
+
 clean:
 	@[ ! -x $(NC_KIT) ] || [ ! -d $(REAL_NC_DIR) ] || $(NC_KIT) stop $(REAL_NC_DIR)
-	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp .nextcloud-bench
+	rm -rf $(VENV) .pytest_cache data dist .demo .nextcloud .nextcloud-harp .nextcloud-bench
