@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
 from semantic_mcp.nextcloud import NextcloudClient
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
+from semantic_mcp.oauth.binding import GRANT_SECONDS
 
 from .appapi import behind_buffering_proxy, deployed_through_harp
 from .page_text import TEXTS, format_date
@@ -41,7 +42,6 @@ from .pages import Look, Speech, Theming, Words, render
 
 log = logging.getLogger(__name__)
 
-GRANT_DAYS = 30  # lib/semantic_mcp/oauth/binding.py GRANT_SECONDS, as the pages say it
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 PAGE_HEADERS = {**NO_STORE, "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}  # CSP: ex_app.pages
 MAX_FORM_BYTES = 16 * 1024
@@ -178,7 +178,7 @@ class OAuthHTTP:
         name = f'<strong id="client-name">{html.escape(client.name)}</strong>'
         identity = (words("identity_document", client_id=client.client_id) if client.from_metadata_document
                     else words("identity_registered"))
-        ends = format_date(self.server.clock() + GRANT_DAYS * 86400, words.language, words.locale)
+        ends = format_date(self.server.clock() + GRANT_SECONDS, words.language, words.locale)
         body = f"""<h1>{words("consent_title", client=client.name, instance=look.name)}</h1>
 <p id="lead">{words.raw("consent_lead", client=name, instance=html.escape(look.name), user=html.escape(user))}</p>
 <ul id="scopes">{scopes}</ul>

@@ -28,11 +28,13 @@ SAMPLES = {"alice": "When is my next dentist appointment?", "bob": "What is the 
 
 
 def describe(hit: dict) -> str:
-    """One result as a person reads it: "Dentist appointment (calendar event, 2026-12-03 10:00, score 0.93)"."""
+    """One result as a person reads it: "Dentist appointment - calendar event on 2026-12-03 10:00"."""
     kind = hit["doc_type"].replace("_", " ")
-    when = hit.get("event_start") or hit.get("modified") or ""
-    when = when.replace("T", " ")[:16]
-    return f"{hit['title']} ({kind}{', ' + when if when else ''}, score {hit['score']:.2f})"
+    if hit.get("event_start"):
+        return f"{hit['title']} - {kind} on {hit['event_start'].replace('T', ' ')[:16]}"
+    if hit.get("modified"):
+        return f"{hit['title']} - {kind}, changed {hit['modified'].replace('T', ' ')[:16]}"
+    return f"{hit['title']} - {kind}"
 
 
 def consent_page_url(fake: FakeNextcloud) -> str:

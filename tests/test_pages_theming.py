@@ -11,6 +11,7 @@ from typing import Any
 
 from ex_app.page_text import DE, EN, format_date
 from ex_app.pages import Look, Speech, Theming, from_accept_language, look_from_capabilities
+from semantic_mcp.oauth.binding import GRANT_SECONDS
 
 RECORDED = Path(__file__).resolve().parents[1] / "fake_nextcloud" / "data" / "capabilities.json"
 
@@ -76,6 +77,11 @@ def test_dates_in_the_users_locale() -> None:
     assert format_date(day, "en", "") == "November 28, 2026"
     assert format_date(day, "en", "en_GB") == "28 November 2026"
     assert format_date(day, "de", "de_DE") == "28. November 2026"
+
+
+def test_the_pages_state_the_lifetime_grants_have() -> None:
+    assert GRANT_SECONDS == 30 * 86400  # the texts say "30 days" / "30 Tage"
+    assert "30 days" in EN["lifetime"] and "30 Tage" in DE["lifetime"]
 
 
 def test_both_languages_hold_every_text_with_the_same_placeholders() -> None:
