@@ -178,6 +178,7 @@ header img { height: 56px; max-width: 180px; }
 header .instance { font-size: 1.1em; font-weight: 600; text-shadow: 0 1px 4px rgba(0,0,0,.3); }
 main { background: var(--main-bg); border-radius: 16px; padding: 28px 32px; max-width: 640px; width: 100%;
        box-shadow: 0 0 10px rgba(0,0,0,.25); }
+main:has(table) { max-width: 860px; }  /* the connected clients' columns */
 h1 { font-size: 1.35em; margin: 0 0 14px; }
 a { color: var(--primary); } @media (prefers-color-scheme: dark) { a { color: #8fc9ff; } }
 .muted { color: var(--muted); font-size: .93em; }

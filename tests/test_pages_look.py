@@ -2,7 +2,7 @@
 the instance's name, logo and primary colour from its theming capability, light and dark as the browser prefers,
 the user's Nextcloud language (English, German) and locale for dates, the client's powers in plain words first,
 the 30-day lifetime, a link back to Nextcloud, and a next step on every error. Screenshots in tests/artifacts/
-(the ones in img/screenshots/, which info.xml lists, are copies of them)."""
+(img/screenshots/, which info.xml lists, holds copies of them and of the real tier's)."""
 
 from __future__ import annotations
 

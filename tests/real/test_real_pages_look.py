@@ -1,6 +1,6 @@
-"""The consent page dressed as the real Nextcloud 34.0.1 it belongs to (issue 38, ADR 0340): the theming
+"""The consent and connected-clients pages dressed as the real Nextcloud 34.0.1 it belongs to (issue 38, ADR 0340): the theming
 capability's name and primary colour, its logo loaded by the browser from the public URL (not the host the app
-asked), and bob's Nextcloud language (set with occ) in the words. Screenshot: tests/artifacts/."""
+asked), light and dark, and bob's Nextcloud language (set with occ) in the words. Screenshots: tests/artifacts/."""
 
 from __future__ import annotations
 
@@ -52,6 +52,18 @@ def test_the_consent_page_wears_the_real_instances_theming_in_bobs_language(
             assert logo.startswith(oauth_real.nextcloud_url + "/"), logo
             chrome.wait_until("document.querySelector('header img').naturalWidth > 0", timeout=10)
             assert png_colours(chrome.screenshot(ARTIFACTS / "pages_consent_real_de.png")) > 50
+            chrome.call("Emulation.setEmulatedMedia", features=[{"name": "prefers-color-scheme", "value": "dark"}])
+            assert chrome.evaluate("getComputedStyle(document.querySelector('main')).backgroundColor") == \
+                "rgb(23, 23, 23)"
+            assert png_colours(chrome.screenshot(ARTIFACTS / "pages_consent_real_dark.png")) > 50
+            chrome.evaluate("document.getElementById('approve').click(); true")
+            chrome.wait_for_event("Network.requestWillBeSent",
+                                  request__url=lambda u: bool(u) and u.startswith(REDIRECT_URI))
+            chrome.navigate(f"{issuer(oauth_real)}/oauth/clients")
+            chrome.wait_until("!!document.getElementById('clients')")
+            words = chrome.evaluate("document.body.innerText")
+            assert "Verbunden am" in words and "Real Look Client" in words and "Trennen" in words
+            assert png_colours(chrome.screenshot(ARTIFACTS / "pages_clients_real_dark.png")) > 50
         finally:
             chrome.close()
     finally:
