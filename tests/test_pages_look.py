@@ -7,6 +7,7 @@ the 30-day lifetime, a link back to Nextcloud, and a next step on every error. S
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -105,18 +106,23 @@ def test_consent_and_clients_pages_in_english_light_and_dark(oauth_stack: Stack,
 
 def test_the_pages_speak_german_to_a_german_user(oauth_stack: Stack, metadata_host: MetadataHost,
                                                  chrome: Chromium) -> None:
-    oauth_stack.fake.state.users["bob"].language = "de"
-    client_id = metadata_host.client("look-de.json", "Look Test Client")
-    log_in(chrome, oauth_stack, "bob", authorize_url(oauth_stack, client_id, "semantic:read"))
-    chrome.wait_until("!!document.getElementById('client-name')")
+    bob = oauth_stack.fake.state.users["bob"]
+    bob.language = "de"
+    try:
+        client_id = metadata_host.client("look-de.json", "Look Test Client")
+        log_in(chrome, oauth_stack, "bob", authorize_url(oauth_stack, client_id, "semantic:read"))
+        chrome.wait_until("!!document.getElementById('client-name')")
+    finally:
+        bob.language = "en"
     words = text(chrome)
     assert chrome.evaluate("document.documentElement.lang") == "de"
     assert "Look Test Client mit Nextcloud verbinden?" in words
     assert "durchsuchen und lesen" in words and "Die Verbindung gilt 30 Tage, bis zum" in words
     assert "Erlauben" in words and "Zurück zu Nextcloud" in words
-    month = oauth_stack.now().month  # the end date is 30 days on: its month is this one's or the next
-    assert any(name in words for name in ("Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August",
-                                          "September", "Oktober", "November", "Dezember")), month
+    end = oauth_stack.now() + timedelta(days=30)
+    assert f"{end.day}. " in chrome.evaluate("document.getElementById('lifetime').innerText")
+    assert ("Januar Februar März April Mai Juni Juli August September Oktober November Dezember".split()[end.month - 1]
+            in words)
     shot(chrome, "pages_consent_de.png")
 
 
