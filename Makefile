@@ -29,7 +29,12 @@ export REAL_NC_PORT ?= 8089
 COMPANION := companion/semantic_search
 COMPANION_VERSION := $(shell sed -n 's:.*<version>\(.*\)</version>.*:\1:p' $(COMPANION)/appinfo/info.xml | head -1)
 
-.PHONY: companion-package help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
+# The app store's release archive: semantic_mcp/ with appinfo/info.xml (AppAPI reads the image and routes from it),
+# the icons and screenshots, the licence and the changelog. The image itself is built and pushed by
+# .github/workflows/release.yml on a tag v<version>.
+APPSTORE_TARBALL := dist/semantic_mcp-$(APP_VERSION).tar.gz
+
+.PHONY: appstore companion-package help venv test browser ocr-tools harp-tools real-nextcloud demo run register unregister bench bench-load bench-slice clean
 
 help:
 	@echo "make demo        run the app against the bundled fake Nextcloud with sample data"
@@ -38,7 +43,8 @@ help:
 	@echo "make register    register it with that Nextcloud (OCC=..., NEXTCLOUD_URL=...; the secret is generated once)"
 	@echo "make unregister  unregister it"
 	@echo "make bench       run the benchmarks (slow: embeds the benchmark corpora once, then cached)"
-	@echo "make companion-package  build the search-bar companion app's tarball for the app store (build/)"
+	@echo "make appstore    build the app store's release archive in dist/ (the image: a v<version> tag, release.yml)"
+	@echo "make companion-package  build the search-bar companion app's tarball for the app store in dist/"
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-rerank.txt
 	$(PYTHON) -m venv $(VENV)
@@ -121,11 +127,19 @@ bench-slice: $(STAMP)
 # The app store takes a tarball whose top folder is the app id; sign it with the app's certificate
 # (occ integrity:sign-app, then openssl for the archive's signature: docs/search-bar.md).
 companion-package:
-	mkdir -p build
+	mkdir -p dist
 	tar --sort=name --owner=0 --group=0 --mtime='2026-01-01 00:00Z' -C companion -czf \
-	  build/semantic_search-$(COMPANION_VERSION).tar.gz semantic_search
-	@echo "build/semantic_search-$(COMPANION_VERSION).tar.gz"
+	  dist/semantic_search-$(COMPANION_VERSION).tar.gz semantic_search
+	@echo "dist/semantic_search-$(COMPANION_VERSION).tar.gz"
+
+appstore:
+	rm -rf dist/semantic_mcp && mkdir -p dist/semantic_mcp
+	cp -r appinfo img LICENSE CHANGELOG.md README.md dist/semantic_mcp/
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2026-01-01 00:00Z' \
+	  -czf $(APPSTORE_TARBALL) -C dist semantic_mcp
+	rm -rf dist/semantic_mcp
+	@echo $(APPSTORE_TARBALL)
 
 clean:
 	@[ ! -x $(NC_KIT) ] || [ ! -d $(REAL_NC_DIR) ] || $(NC_KIT) stop $(REAL_NC_DIR)
-	rm -rf $(VENV) .pytest_cache data .demo .nextcloud .nextcloud-harp .nextcloud-bench build
+	rm -rf $(VENV) .pytest_cache data dist .demo .nextcloud .nextcloud-harp .nextcloud-bench

@@ -207,7 +207,7 @@ def create_app() -> FastAPI:
             return JSONResponse({"error": str(exc) if isinstance(exc, BadRequest) else "The body is not JSON."}, 400)
         return JSONResponse(await search_bar(engine, user, term, limit))
 
-    app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key).routes())
+    app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key, nc=nc_client).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/
     return app
 

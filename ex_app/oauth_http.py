@@ -17,10 +17,12 @@ so both forms here carry their own.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import hmac
 import html
 import logging
+import time
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -30,23 +32,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
+from semantic_mcp.nextcloud import NextcloudClient
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
+from semantic_mcp.oauth.binding import GRANT_SECONDS
 
 from .appapi import behind_buffering_proxy, deployed_through_harp
+from .page_text import TEXTS, format_date
+from .pages import Look, Speech, Theming, Words, render
 
 log = logging.getLogger(__name__)
 
-SCOPE_DESCRIPTIONS = {
-    READ_SCOPE: "Search your notes, files, Deck cards, calendar events and contacts, and see indexing status",
-    WRITE_SCOPE: "Switch the indexing of your content on and off",
-}
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-PAGE_HEADERS = {
-    **NO_STORE,
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-}
+PAGE_HEADERS = {**NO_STORE, "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"}  # CSP: ex_app.pages
 MAX_FORM_BYTES = 16 * 1024
 
 
@@ -83,49 +80,31 @@ async def _form(request: Request) -> dict[str, str]:
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 
-def _page(title: str, body: str, status: int = 200, head: str = "") -> HTMLResponse:
-    document = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">{head}
-<title>{html.escape(title)} - Nextcloud</title>
-<style>
-body {{ font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: #0082c9; margin: 0;
-       min-height: 100vh; display: flex; align-items: center; justify-content: center; color: #222; }}
-main {{ background: #fff; border-radius: 12px; padding: 28px 32px; max-width: 520px; width: 90%;
-       box-shadow: 0 4px 24px rgba(0,0,0,.2); }}
-h1 {{ font-size: 1.35em; margin: 0 0 12px; }}
-.muted {{ color: #555; font-size: .92em; }}
-ul {{ padding-left: 20px; }} li {{ margin: 6px 0; }}
-code {{ background: #f1f1f1; padding: 1px 4px; border-radius: 4px; word-break: break-all; }}
-.actions {{ display: flex; gap: 12px; margin-top: 20px; }}
-button {{ font-size: 1em; padding: 10px 18px; border-radius: 8px; border: 1px solid #ccc; background: #f5f5f5;
-         cursor: pointer; }}
-button.primary {{ background: #0082c9; color: #fff; border-color: #0082c9; }}
-table {{ border-collapse: collapse; width: 100%; }} td, th {{ text-align: left; padding: 6px 4px;
-         border-bottom: 1px solid #eee; vertical-align: top; }}
-</style></head><body><main>{body}</main></body></html>"""
-    return HTMLResponse(document, status_code=status, headers=PAGE_HEADERS)
-
-
-def _navigate(url: str) -> HTMLResponse:
-    """Send the browser on with a page, never an HTTP redirect: AppAPI's proxy (Guzzle) follows an
-    ExApp's redirects itself, server-side, so a 302 would make Nextcloud fetch the client's redirect
-    URI (with the code) instead of the browser, and answer 500 when that fails."""
-    target = html.escape(url, quote=True)
-    return _page("Continue", f'<h1>One moment…</h1><p><a id="continue" href="{target}">Continue</a></p>',
-                 head=f'<meta http-equiv="refresh" content="0;url={target}">')
-
-
-def _error_page(message: str, status: int = 400) -> HTMLResponse:
-    return _page("Cannot connect", f"<h1>This connection request cannot be completed</h1>"
-                                   f"<p>{html.escape(message)}</p>", status)
+def _next_step(exc: OAuthError) -> str:
+    """Which next step an error page offers (a key of ex_app.page_text)."""
+    if exc.status == 429 or exc.error == "temporarily_unavailable":
+        return "step_too_many"
+    if "switched off" in exc.description:
+        return "step_switched_off"
+    if exc.description == "unknown client_id":
+        return "step_unknown_client"
+    if exc.error == "invalid_client":
+        return "step_client_document"
+    if "expired" in exc.description:
+        return "step_expired"
+    if exc.error == "access_denied":
+        return "step_account"
+    return "step_default"
 
 
 class OAuthHTTP:
     """The routes, bound to one :class:`AuthorizationServer`."""
 
-    def __init__(self, server: AuthorizationServer, form_key: bytes) -> None:
+    def __init__(self, server: AuthorizationServer, form_key: bytes, nc: NextcloudClient | None = None) -> None:
         self.server = server
         self._form_key = form_key
+        self.theming = Theming(nc, server.public_url)
+        self.speech = Speech(nc)
         self._issuer_path = urlsplit(server.issuer).path  # where the browser comes back to after login
         self._login_url = f"{server.public_url}/index.php/login"
 
@@ -157,54 +136,76 @@ class OAuthHTTP:
 
     # --- the browser side
 
+    async def _dress(self, request: Request, user: str = "") -> tuple[Look, Words]:
+        """The instance's look and the words the user reads (their Nextcloud language, else their browser's)."""
+        return await self.theming.look(), await self.speech.words(user, request.headers.get("accept-language", ""))
+
+    async def _navigate(self, request: Request, url: str) -> HTMLResponse:
+        """Send the browser on with a page, never an HTTP redirect: AppAPI's proxy (Guzzle) follows an
+        ExApp's redirects itself, server-side, so a 302 would make Nextcloud fetch the client's redirect
+        URI (with the code) instead of the browser, and answer 500 when that fails."""
+        look, words = await self._dress(request)
+        target = html.escape(url, quote=True)
+        return render(look, words, words("continue"),
+                      f'<h1>{words("one_moment")}</h1><p><a id="continue" href="{target}">{words("continue")}</a></p>',
+                      head=f'<meta http-equiv="refresh" content="0;url={target}">', headers=PAGE_HEADERS)
+
+    async def _error_page(self, request: Request, reason: str, step: str, status: int = 400,
+                          user: str = "") -> HTMLResponse:
+        """What went wrong, in the server's words, and what the person can do next, in theirs."""
+        look, words = await self._dress(request, user)
+        body = (f'<h1>{words("error_title")}</h1><p id="reason">{words("error_reason", reason=reason)}</p>'
+                f'<p id="next-step" class="notice">{words("next_step", step=words(step, instance=look.name))}</p>')
+        return render(look, words, words("error_title"), body, status=status, headers=PAGE_HEADERS)
+
     async def authorize(self, request: Request) -> Response:
         params = {key: value for key, value in request.query_params.items()}
         try:
             authorization, client = await self.server.validate_authorization(params, caller_address(request))
         except RedirectableError as exc:
-            return _navigate(self.server.error_redirect(exc))
+            return await self._navigate(request, self.server.error_redirect(exc))
         except OAuthError as exc:
-            return _error_page(exc.description, exc.status if exc.status in (403, 429) else 400)
+            return await self._error_page(request, exc.description, _next_step(exc),
+                                          exc.status if exc.status in (403, 429) else 400, _user(request))
         user = _user(request)
         if not user:
             back = f"{self._issuer_path}/oauth/authorize?{request.url.query}"
-            return _navigate(f"{self._login_url}?{urlencode({'redirect_url': back})}")
+            return await self._navigate(request, f"{self._login_url}?{urlencode({'redirect_url': back})}")
         request_id, csrf = self.server.begin_consent(user, authorization)
-        scopes = "".join(
-            f"<li><strong>{html.escape(scope)}</strong>: {html.escape(SCOPE_DESCRIPTIONS.get(scope, scope))}</li>"
-            for scope in authorization.scope.split()
-        )
-        identity = (
-            f"identified by its metadata document <code>{html.escape(client.client_id)}</code>"
-            if client.from_metadata_document
-            else "registered itself with this server (its name is not verified)"
-        )
-        body = f"""<h1>Connect {html.escape(client.name)} to your Nextcloud?</h1>
-<p><strong id="client-name">{html.escape(client.name)}</strong> wants to use Semantic MCP as
-<strong>{html.escape(user)}</strong>. It {identity}.</p>
-<p>It will be allowed to:</p><ul id="scopes">{scopes}</ul>
-<p class="muted">After you decide, you will be sent to <strong id="redirect-host">{html.escape(authorization.redirect_host)}</strong>.
-Only approve if you started this connection yourself. You can disconnect it any time under
-<code>{html.escape(self._issuer_path)}/oauth/clients</code>.</p>
+        look, words = await self._dress(request, user)
+        scopes = "".join(f'<li>{words("scope:" + scope)} <code class="muted">{html.escape(scope)}</code></li>'
+                         for scope in authorization.scope.split() if "scope:" + scope in TEXTS["en"])
+        name = f'<strong id="client-name">{html.escape(client.name)}</strong>'
+        identity = (words("identity_document", client_id=client.client_id) if client.from_metadata_document
+                    else words("identity_registered"))
+        ends = format_date(self.server.clock() + GRANT_SECONDS, words.language, words.locale)
+        body = f"""<h1>{words("consent_title", client=client.name, instance=look.name)}</h1>
+<p id="lead">{words.raw("consent_lead", client=name, instance=html.escape(look.name), user=html.escape(user))}</p>
+<ul id="scopes">{scopes}</ul>
+<p id="lifetime">{words("lifetime", date=ends, clients_url=f"{self._issuer_path}/oauth/clients")}</p>
+<p class="muted">{identity}
+{words.raw("redirect", host=f'<strong id="redirect-host">{html.escape(authorization.redirect_host)}</strong>')}</p>
 <form method="post" action="{html.escape(self._issuer_path)}/oauth/consent">
 <input type="hidden" name="request_id" value="{html.escape(request_id)}">
 <input type="hidden" name="csrf_token" value="{html.escape(csrf)}">
-<div class="actions"><button class="primary" type="submit" name="decision" value="approve" id="approve">Allow</button>
-<button type="submit" name="decision" value="deny" id="deny">Deny</button></div></form>"""
-        return _page(f"Connect {client.name}", body)
+<div class="actions"><button class="primary" type="submit" name="decision" value="approve" id="approve">{words("allow")}</button>
+<button type="submit" name="decision" value="deny" id="deny">{words("deny")}</button></div></form>"""
+        return render(look, words, words("consent_title", client=client.name, instance=look.name), body,
+                      headers=PAGE_HEADERS)
 
     async def consent(self, request: Request) -> Response:
         user = _user(request)
         if not user:
-            return _error_page("You are not logged in to Nextcloud.", 401)
+            _, words = await self._dress(request)
+            return await self._error_page(request, words("reason_not_logged_in"), "step_login", 401)
         try:
             form = await _form(request)
             target = await self.server.decide(user, form.get("request_id", ""), form.get("csrf_token", ""),
                                         approve=form.get("decision") == "approve")
         except OAuthError as exc:
-            return _error_page(exc.description, 400)
+            return await self._error_page(request, exc.description, _next_step(exc), 400, user)
         log.info("%s %s an OAuth client", user, "approved" if form.get("decision") == "approve" else "declined")
-        return _navigate(target)
+        return await self._navigate(request, target)
 
     # --- the client side
 
@@ -240,25 +241,42 @@ Only approve if you started this connection yourself. You can disconnect it any 
         user = _user(request)
         if not user:
             back = f"{self._issuer_path}/oauth/clients"
-            return _navigate(f"{self._login_url}?{urlencode({'redirect_url': back})}")
+            return await self._navigate(request, f"{self._login_url}?{urlencode({'redirect_url': back})}")
+        look, words = await self._dress(request, user)
         notice = ""
         if request.method == "POST":
             form = await _form(request)
             if not hmac.compare_digest(form.get("csrf_token", ""), self._clients_csrf(user)):
-                return _error_page("This form has expired; reload the page.", 400)
+                return await self._error_page(request, words("reason_form_expired"), "step_reload", 400, user)
             if self.server.disconnect(user, form.get("grant_id", "")):
-                notice = "<p><strong>Disconnected.</strong> Its tokens stopped working at once.</p>"
+                notice = f'<p class="notice" id="notice">{words("disconnected")}</p>'
+
+        def day(iso: str | None) -> str:
+            return format_date(_timestamp(iso), words.language, words.locale) if iso else words("never")
+
+        def may(scopes: list[str]) -> str:
+            return ", ".join(words("may_read" if scope == READ_SCOPE else "may_write") for scope in scopes
+                             if scope in (READ_SCOPE, WRITE_SCOPE))
+
         rows = "".join(
             f"""<tr><td><strong>{html.escape(c['client_name'])}</strong><br><span class="muted">{html.escape(c['redirect_host'])}</span></td>
-<td>{html.escape(' '.join(c['scopes']))}</td><td class="muted">{html.escape(c['last_used_at'] or c['connected_at'] or '')}</td>
+<td>{may(c['scopes'])}</td><td>{day(c['connected_at'])}</td><td>{day(c['last_used_at'])}</td><td>{day(c['ends_at'])}</td>
 <td><form method="post" action="{html.escape(self._issuer_path)}/oauth/clients"><input type="hidden" name="csrf_token" value="{self._clients_csrf(user)}">
-<input type="hidden" name="grant_id" value="{html.escape(c['id'])}"><button type="submit">Disconnect</button></form></td></tr>"""
+<input type="hidden" name="grant_id" value="{html.escape(c['id'])}"><button type="submit">{words("disconnect")}</button></form></td></tr>"""
             for c in self.server.connected_clients(user)
         )
-        table = (f"<table><tr><th>Client</th><th>Scopes</th><th>Last used</th><th></th></tr>{rows}</table>"
-                 if rows else "<p>No client is connected.</p>")
-        return _page("Connected clients", f"<h1>Clients connected to Semantic MCP as {html.escape(user)}</h1>"
-                                          f"{notice}{table}")
+        address = f"<code>{html.escape(self.server.resource)}</code>"
+        table = (f'<table id="clients"><tr><th>{words("col_client")}</th><th>{words("col_may")}</th>'
+                 f'<th>{words("col_connected")}</th><th>{words("col_used")}</th><th>{words("col_ends")}</th><th></th></tr>'
+                 f'{rows}</table><p class="muted">{words.raw("clients_address", mcp_url=address)}</p>'
+                 if rows else f'<p id="none">{words.raw("clients_none", mcp_url=address)}</p>')
+        lead = words.raw("clients_lead", instance=html.escape(look.name), user=html.escape(user))
+        return render(look, words, words("clients_title"),
+                      f'<h1>{words("clients_title")}</h1><p>{lead}</p>{notice}{table}', headers=PAGE_HEADERS)
+
+
+def _timestamp(iso: str) -> float:
+    return float(calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 class BearerGuard:

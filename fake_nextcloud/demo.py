@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
+import secrets
 import shutil
 import socket
 import time
@@ -22,6 +25,31 @@ from .try_mcp import ask
 
 USERS = ("alice", "bob")
 SAMPLES = {"alice": "When is my next dentist appointment?", "bob": "What is the on-call rotation?"}
+
+
+def describe(hit: dict) -> str:
+    """One result as a person reads it: "Dentist appointment - calendar event on 2026-12-03 10:00"."""
+    kind = hit["doc_type"].replace("_", " ")
+    if hit.get("event_start"):
+        return f"{hit['title']} - {kind} on {hit['event_start'].replace('T', ' ')[:16]}"
+    if hit.get("modified"):
+        return f"{hit['title']} - {kind}, changed {hit['modified'].replace('T', ' ')[:16]}"
+    return f"{hit['title']} - {kind}"
+
+
+def consent_page_url(fake: FakeNextcloud) -> str:
+    """An authorization request from a demo client that registered itself, as Claude Code or VS Code would."""
+    import httpx
+
+    issuer = fake.proxy_url(APP_ID, "").rstrip("/")
+    redirect = "http://127.0.0.1:33418/callback"
+    client = httpx.post(f"{issuer}/oauth/register", json={
+        "client_name": "Demo MCP client", "redirect_uris": [redirect], "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}, timeout=30).json()
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(secrets.token_bytes(32)).digest()).rstrip(b"=").decode()
+    return str(httpx.URL(f"{issuer}/oauth/authorize", params={
+        "response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect, "state": "demo",
+        "code_challenge": challenge, "code_challenge_method": "S256", "scope": "semantic:read semantic:write"}))
 
 
 def _port(preferred: int) -> int:
@@ -81,8 +109,9 @@ def main() -> None:
         print("\nSample searches through the AppAPI proxy:")
         for user in USERS:
             result = asyncio.run(ask(url, user, fake.password(user), SAMPLES[user], answer=False, mode="auto"))
-            titles = ", ".join(hit["title"] for hit in result["results"][:3])
-            print(f"  {user}: {SAMPLES[user]!r} -> {titles}")
+            print(f"  {user} asks {SAMPLES[user]!r}")
+            for hit in result["results"][:3]:
+                print(f"    {describe(hit)}")
 
         print(f"\nMCP endpoint (streamable HTTP):\n  {url}\n")
         for user in USERS:
@@ -92,6 +121,10 @@ def main() -> None:
         print(f'  .venv/bin/python -m fake_nextcloud.try_mcp --url {url} --user bob --mode legacy "garden"')
         print(f'  claude mcp add --transport http nextcloud-demo {url} '
               f'--header "Authorization: Bearer {fake.password("alice")}"')
+        consent = consent_page_url(fake)
+        print("\nSee the OAuth consent page an MCP client opens (log in as alice, password "
+              f"{fake.password('alice')}; after Allow the browser goes to a client that is not there):\n  {consent}")
+        print(f"Connected clients page:\n  {fake.proxy_url(APP_ID, 'oauth/clients')}")
         print(f"\nApp log: {exapp.log_path}")
         if args.once:
             return

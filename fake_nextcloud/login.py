@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import secrets
+from pathlib import Path
 from urllib.parse import urlencode
 
 from starlette.requests import HTTPConnection, Request
@@ -96,7 +97,16 @@ async def login(request: Request) -> Response:
     return _with_cookie(RedirectResponse(_local(redirect_url), status_code=303), session_id)
 
 
+async def logo(request: Request) -> Response:
+    """The instance logo the theming capability names (``core/img/logo/logo.svg``): white rings, as
+    Nextcloud's own is white on the primary colour; public, as on a real server."""
+    return Response(_LOGO, media_type="image/svg+xml", headers={"Cache-Control": "max-age=15778463"})
+
+
+_LOGO = (Path(__file__).resolve().parent / "data" / "logo.svg").read_bytes()
+
 ROUTES = [
+    Route("/core/img/logo/logo.svg", logo, methods=["GET"]),
     Route("/index.php/login", login_page, methods=["GET"]),
     Route("/index.php/login", login, methods=["POST"]),
     Route("/index.php/csrftoken", csrf_token, methods=["GET"]),

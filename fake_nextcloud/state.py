@@ -33,6 +33,9 @@ class User:
     # ``firstLoginTimestamp``: set at the first login, 0 before it. A uid deleted and created again
     # starts at 0, then gets a later time: never the old account's value.
     first_login: int = 0
+    # Personal settings → Personal info: Nextcloud's language code (en, de, de_DE …) and locale ("" = none chosen)
+    language: str = "en"
+    locale: str = ""
 
 
 @dataclass

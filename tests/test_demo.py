@@ -19,6 +19,7 @@ def test_demo_starts_registers_indexes_and_answers(tmp_path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
     assert "indexing the sample content: 100%" in out
-    assert "alice: 'When is my next dentist appointment?' -> Dentist appointment" in out
-    assert "bob: 'What is the on-call rotation?' -> Operations handbook.md" in out
+    assert "alice asks 'When is my next dentist appointment?'\n    Dentist appointment - calendar event on 20" in out
+    assert "bob asks 'What is the on-call rotation?'\n    Operations handbook.md - file, changed 20" in out
+    assert "/index.php/apps/app_api/proxy/semantic_mcp/oauth/authorize?response_type=code&client_id=" in out
     assert "/index.php/apps/app_api/proxy/semantic_mcp/mcp" in out

@@ -19,8 +19,8 @@ from fake_nextcloud.exapp_process import REPO
 
 INFO = REPO / "appinfo" / "info.xml"
 # The order the schema's <xs:sequence> requires, for the elements we use (all optional ones omitted).
-ORDER = ["id", "name", "summary", "description", "version", "licence", "author", "namespace", "category",
-         "website", "bugs", "repository", "dependencies", "external-app"]
+ORDER = ["id", "name", "summary", "description", "version", "licence", "author", "namespace", "documentation",
+         "category", "website", "bugs", "repository", "screenshot", "dependencies", "external-app"]
 # The app store's categories as its web pages list them; "ai" and "search" are newer than some
 # published copies of the schema.
 CATEGORIES = {"ai", "customization", "dashboard", "files", "games", "integration", "monitoring", "multimedia",
@@ -42,6 +42,22 @@ def test_the_top_level_elements_come_in_the_schemas_order_with_valid_values() ->
     nextcloud = root.find("dependencies/nextcloud")
     for bound in ("min-version", "max-version"):
         assert re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", nextcloud.get(bound)), bound
+
+
+def test_documentation_and_screenshots_point_at_files_this_repository_holds() -> None:
+    """The app store shows them from the repository's main branch: each must name a file that exists here."""
+    root = ET.parse(INFO).getroot()
+    repository = root.findtext("repository")
+    raw = repository.replace("https://github.com/", "https://raw.githubusercontent.com/") + "/main/"
+    documentation = {child.tag: child.text for child in root.find("documentation")}
+    assert set(documentation) == {"user", "admin", "developer"}
+    for url in documentation.values():
+        assert url.startswith(repository + "/blob/main/") and (REPO / url.split("/blob/main/")[1]).is_file(), url
+    screenshots = [element.text for element in root.findall("screenshot")]
+    assert screenshots
+    for url in screenshots:
+        assert url.startswith(raw) and url.endswith(".png"), url
+        assert (REPO / url[len(raw):]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", url
 
 
 def test_the_external_app_section_names_an_image_and_routes_appapi_can_match() -> None:

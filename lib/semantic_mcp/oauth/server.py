@@ -365,6 +365,7 @@ class AuthorizationServer:
                 "scopes": grant.scope.split(),
                 "connected_at": _iso(grant.created_at),
                 "last_used_at": _iso(grant.last_used_at),
+                "ends_at": _iso(grant_end(grant)),  # 30 days after consent (binding.py)
             }
             for grant in self.store.grants_of(user)
         ]
