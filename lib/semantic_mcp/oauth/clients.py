@@ -3,8 +3,8 @@ registered with RFC 7591 dynamic registration; and which redirect URIs it may us
 
 A metadata document is fetched from the open internet on behalf of an anonymous caller, so the
 fetch is bounded in every way that matters: HTTPS only, no redirects, a size cap, a total time
-cap, the host's addresses checked (no loopback, private or link-local ones unless the admin
-allows them) and the connection pinned to the checked address, so DNS cannot switch it after
+cap, the host's addresses checked (no loopback, private or link-local ones, also not inside a NAT64,
+6to4, mapped or Teredo address, unless the admin allows them) and the connection pinned to the checked address, so DNS cannot switch it after
 the check.
 
 Both are anonymous work on our side (a stored registration, an outgoing fetch), so both have quotas:
@@ -15,7 +15,6 @@ applied) and in total, per hour.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import re
 import secrets
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .addresses import is_public
 from .errors import OAuthError
 from .store import OAuthStore, digest, new_secret
 
@@ -271,8 +271,7 @@ class ClientRegistry:
             raise OAuthError("invalid_client", f"client metadata host {host} does not resolve", status=401) from exc
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         for address in addresses:
-            ip = ipaddress.ip_address(address.split("%")[0])
-            if not ip.is_global and not policy.allow_private:
+            if not is_public(address) and not policy.allow_private:
                 raise OAuthError(
                     "invalid_client", f"client metadata host {host} has a private or loopback address", status=401
                 )
