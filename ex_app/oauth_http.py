@@ -17,8 +17,6 @@ so both forms here carry their own.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import html
 import logging
 from typing import Any
@@ -33,6 +31,7 @@ from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 
 from .appapi import behind_buffering_proxy, deployed_through_harp
+from .form_tokens import FormTokens
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +124,9 @@ class OAuthHTTP:
 
     def __init__(self, server: AuthorizationServer, form_key: bytes) -> None:
         self.server = server
-        self._form_key = form_key
         self._issuer_path = urlsplit(server.issuer).path  # where the browser comes back to after login
         self._login_url = f"{server.public_url}/index.php/login"
+        self._clients_tokens = FormTokens(form_key, "connected-clients", clock=server.clock)
 
     def routes(self) -> list[Route]:
         return [
@@ -234,7 +233,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
     # --- connected clients
 
     def _clients_csrf(self, user: str) -> str:
-        return hmac.new(self._form_key, f"connected-clients/{user}".encode(), hashlib.sha256).hexdigest()
+        return self._clients_tokens.issue(user)
 
     async def clients_page(self, request: Request) -> Response:
         user = _user(request)
@@ -244,7 +243,7 @@ Only approve if you started this connection yourself. You can disconnect it any 
         notice = ""
         if request.method == "POST":
             form = await _form(request)
-            if not hmac.compare_digest(form.get("csrf_token", ""), self._clients_csrf(user)):
+            if not self._clients_tokens.redeem(user, form.get("csrf_token", "")):
                 return _error_page("This form has expired; reload the page.", 400)
             if self.server.disconnect(user, form.get("grant_id", "")):
                 notice = "<p><strong>Disconnected.</strong> Its tokens stopped working at once.</p>"
