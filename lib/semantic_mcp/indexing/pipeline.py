@@ -27,6 +27,7 @@ from ..keyword import KeywordIndex
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
+from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
 from ..sources.parser_process import ParserFailed, run_parser
 from ..store import ChunkRecord, VectorStore
 from .records import chunk_batch
@@ -201,9 +202,9 @@ class Pipeline:
             self.state.to_ocr_lane(task)
             self.wake("ocr")
             return None
-        except ParserFailed as exc:  # out of time or memory: retried, then dead-lettered with the reason
+        except ParserFailed as exc:  # out of time or memory: retried once, then dead-lettered with the reason
             log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
-            self._fail(task, exc.reason, refused=exc.version)
+            self._parse_failed(task, exc.reason, exc.version)
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
@@ -281,7 +282,7 @@ class Pipeline:
         except ParserFailed as exc:
             if len(items) == 1:
                 task, doc = items[0]
-                self._fail(task, f"chunking: {exc.reason}", refused=doc.version)
+                self._parse_failed(task, f"chunking: {exc.reason}", doc.version)
                 return []
         return [each for item in items for each in await self._chunked([item])]
 
@@ -339,14 +340,21 @@ class Pipeline:
         self.state.forget(ref)
         self.stats.deleted += 1
 
-    def _fail(self, task: Task, reason: str, *, refused: str | None = None) -> None:
+    def _parse_failed(self, task: Task, reason: str, version: str) -> None:
+        """A parser's bound tripped on this version: a third try would cost the whole bound again."""
+        failures = FAILURES.record(task.ref.doc_type, task.ref.source_id, version, reason)
+        self._fail(task, reason, refused=version, give_up=failures >= GIVE_UP_AFTER)
+
+    def _fail(self, task: Task, reason: str, *, refused: str | None = None, give_up: bool = False) -> None:
         """A failed attempt; ``refused`` (the version) when the document itself is at fault, so a
-        dead letter is not retried after every restart or reconciliation, only for a new version."""
+        dead letter is not retried after every restart or reconciliation, only for a new version;
+        ``give_up`` dead-letters it now."""
         self.stats.failed += 1
-        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds,
+        attempts = min(self.max_attempts, task.attempts) if give_up else self.max_attempts
+        dead = self.state.retry_later(task, reason, max_attempts=attempts, backoff=self.backoff_seconds,
                                       refused=refused)
         if dead:
-            log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, self.max_attempts, reason)
+            log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, task.attempts, reason)
 
     # --- the main lane's stages: fetch, embed, write, overlapping -----------------------------------
 
