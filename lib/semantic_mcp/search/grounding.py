@@ -30,12 +30,13 @@ log = logging.getLogger(__name__)
 
 LINE_MARK = "┃"  # begins every line of document text in a prompt (ANSWER_SYSTEM says so)
 MIN_SUPPORT = 0.25  # share of a statement's words the sources must hold
+SHORT = 3  # a statement of fewer words and numbers must be found whole
 _PREFIX = 5
 
 # What the answer filter left in place of an image or a link, and addresses: not claims.
 _WITHOUT_ADDRESSES = re.compile(r"\((?:image removed(?:: [^)]*)?|link removed)\)|\b\w+://\S+|\]\([^)]*\)")
 _CITATION = re.compile(r"\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\]")
-_NUMBER = re.compile(r"\d+(?:[.,'\u202f\u00a0]\d{3}(?!\d))*")
+_NUMBER = re.compile(r"\d+(?:[.,' ]\d{3}(?!\d))*")  # grouped thousands (NFKC makes narrow spaces plain)
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[^\d\s][.!?])\s+|(?<=[。！？])|\n+")  # not after "3." (an ordinal)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -73,6 +74,8 @@ def datamark(text: str) -> str:
 
 def check(answer: str, sources: list[str], question: str = "") -> Verdict:
     """Whether ``answer`` stands on ``sources`` (numbered from 1, as the prompt gave them)."""
+    answer, question = unicodedata.normalize("NFKC", answer), unicodedata.normalize("NFKC", question)
+    sources = [unicodedata.normalize("NFKC", text) for text in sources]  # as the prompt showed them
     cited = [int(n) for group in _CITATION.findall(answer) for n in re.findall(r"\d+", group)]
     if not cited:
         return Verdict(False, "it cites none of the sources it was given")
@@ -87,8 +90,9 @@ def check(answer: str, sources: list[str], question: str = "") -> Verdict:
     known_stems = {unit[:4] for unit in known_units}  # "euro" is found in "euros"
     for statement in _SENTENCE_END.split(claims):
         units, numbers = _units(statement), _numbers(statement)  # numbers found are support in any language
-        found = sum(1 for unit in units if unit in known_units or unit[:4] in known_stems)
-        if units and (found + len(numbers)) / (len(units) + len(numbers)) < MIN_SUPPORT:
+        found = sum(1 for unit in units if unit in known_units or (len(unit) == 4 and unit in known_stems))
+        needed = MIN_SUPPORT if len(units) + len(numbers) >= SHORT else 1.0  # a short reply: all of it
+        if units and (found + len(numbers)) / (len(units) + len(numbers)) < needed:
             return Verdict(False, "the sources do not support one of its statements")
     return Verdict(True)
 
