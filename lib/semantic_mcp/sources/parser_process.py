@@ -15,6 +15,7 @@ counts it as a failed attempt, so a document that always trips it ends dead-lett
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import importlib
 import logging
@@ -193,20 +194,36 @@ def configure(*, size: int | float, timeout: float, memory_mb: int | float) -> N
     shutdown()
 
 
+READ_LANE_WORKERS = 2  # a user parses one item at a time there (reading_lane.py): two users at once
+
+
+def lower_priority() -> None:
+    """A read-lane worker yields the CPU to indexing: a read waits a little, an edited note does not."""
+    os.nice(10)
+
+
 def pool(lane: str = "main") -> ParserPool:
-    """The workers of a lane: ``main`` for indexing and reading; ``ocr`` (indexing) and ``read`` (the
-    reading tool) run OCR, each in a single worker of its own, so a scan being read never holds a
-    worker that another lane needs (ADR 0601)."""
+    """The workers of a lane: ``main`` for indexing; ``ocr`` for indexing's OCR, one worker (ADR 0601);
+    ``read`` for the reading tool, parsing and OCR, its workers at a lower CPU priority, so that no
+    read ever holds a worker indexing needs (issue 36)."""
     with _lock:
         if lane not in _pools:
-            lane_settings = {"prepare": MAIN_LANE_PREPARES} if lane == "main" else {"size": 1}
+            lane_settings: dict[str, Any] = {
+                "main": {"prepare": MAIN_LANE_PREPARES},
+                "read": {"size": READ_LANE_WORKERS, "prepare": ("semantic_mcp.sources.parser_process:lower_priority",)},
+            }.get(lane, {"size": 1})
             _pools[lane] = ParserPool(**{**_settings, **lane_settings})
         return _pools[lane]
 
 
-async def run_parser(function: str, *args: Any, lane: str = "main", timeout: float | None = None) -> Any:
+# The lane a task's parses go to when the caller names none: the reading tool sets "read" around a
+# read, so every source's parser (files, calendar objects, contacts) runs in its lane.
+default_lane: contextvars.ContextVar[str] = contextvars.ContextVar("parser_lane", default="main")
+
+
+async def run_parser(function: str, *args: Any, lane: str | None = None, timeout: float | None = None) -> Any:
     """Run a parser in the app's bounded worker processes (see :class:`ParserPool`)."""
-    return await pool(lane).run(function, *args, timeout=timeout)
+    return await pool(lane or default_lane.get()).run(function, *args, timeout=timeout)
 
 
 def shutdown() -> None:
