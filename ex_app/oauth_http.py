@@ -17,8 +17,10 @@ so both forms here carry their own.
 
 from __future__ import annotations
 
+import hmac
 import html
 import logging
+import os
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -30,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 
-from .appapi import behind_buffering_proxy, deployed_through_harp
+from .appapi import behind_buffering_proxy
 from .form_tokens import FormTokens
 
 log = logging.getLogger(__name__)
@@ -55,13 +57,23 @@ def _user(request: Request) -> str:
 
 
 def caller_address(request: Request) -> str:
-    """The caller's address as Nextcloud saw it, for the quotas on anonymous work. AppAPI's PHP proxy
-    sets ``X-Origin-IP`` and drops any the caller sent; HaRP (0.4.4) sets none and passes the
-    caller's through, so there only the connecting peer counts (HaRP's own: one address for all).
-    (Behind HaRP, X-Origin-IP still tells the PHP proxy's requests apart for buffering, where a
-    forged one costs the caller only streaming; here it would buy him a fresh quota.)"""
-    if not deployed_through_harp() and behind_buffering_proxy(request.headers):
-        return request.headers["x-origin-ip"]
+    """The caller's address as Nextcloud saw it, for the quotas on anonymous work (counted by network).
+
+    AppAPI's PHP proxy sets ``X-Origin-IP`` and drops any the caller sent. Deployed through HaRP (0.4.4),
+    HaRP passes the caller's headers through, so there ``X-Origin-IP`` is believed only on a request that
+    also carries HaRP's shared key, which AppAPI sends and no caller knows (AppAPICommonService::
+    buildAppAPIAuthHeaders); on HaRP's own ``/exapps/`` path the address is the one the front proxy
+    appended last to ``X-Forwarded-For`` (a caller can only put his own before it); without either, the
+    connecting peer: HaRP's own, one address for all (issue 36: 30 requests then closed registration)."""
+    headers = request.headers
+    harp_key = os.environ.get("HP_SHARED_KEY", "")
+    if not harp_key:
+        if behind_buffering_proxy(headers):
+            return headers["x-origin-ip"]
+    elif behind_buffering_proxy(headers) and hmac.compare_digest(headers.get("harp-shared-key", ""), harp_key):
+        return headers["x-origin-ip"]
+    elif forwarded := headers.get("x-forwarded-for", "").split(",")[-1].strip():
+        return forwarded
     return request.client.host if request.client else ""
 
 
