@@ -12,7 +12,8 @@ per round: the note's indexing delay (from the edit until a search for the word 
 Two kinds of hammering: ``same`` (bob reads his files again and again, the review's case) and
 ``new-versions`` (he writes a new version of a file before each read, so that no read can be refused
 from memory: every read costs the bound; his uploads also reach indexing, whose own turns between
-users (ADR 0015) then decide her delay).
+users (ADR 0015) then decide her delay), and ``uploads-only`` (the same uploads, one every 15 s from
+each client, and no read: what indexing his uploads costs her without the reading tool).
 
     PYTHONPATH=lib:. python bench/read_starvation.py [--rounds 5] [--bound 15] [--files 3] [--callers 4]
 """
@@ -68,13 +69,17 @@ async def measure(stack: Stack, note_id: int, rounds: int) -> tuple[list[float],
     return delays, reads
 
 
-async def hammer(stack: Stack, ids: list[int], paths: list[str], new_versions: bool, stop: asyncio.Event,
+async def hammer(stack: Stack, ids: list[int], paths: list[str], kind: str, stop: asyncio.Event,
                  calls: list[float]) -> None:
     n = 0
     while not stop.is_set():
         index = n % len(ids)
-        if new_versions:
+        if kind != "same":
             stack.fake.put_file(BOB, paths[index], hostile.slow_docx() + secrets.token_bytes(8))
+        if kind == "uploads-only":  # no read at all: what his uploads alone cost her
+            n += 1
+            await asyncio.sleep(15)
+            continue
         started = time.monotonic()
         try:
             await stack.call(BOB, "nc_get_document", {"id": f"file:{ids[index]}"})  # refused or not: a call
@@ -96,9 +101,9 @@ async def run(stack: Stack, args: argparse.Namespace) -> None:
         await stack.wait_idle(user, timeout=900)  # bob's files tried by indexing and given up
     idle = await measure(stack, note_id, args.rounds)
     print(f"idle          note indexed: {summary(idle[0])}; her read: {summary(idle[1])}")
-    for kind in ("same", "new-versions"):
+    for kind in args.kinds.split(","):
         stop, calls = asyncio.Event(), []
-        hammers = [asyncio.create_task(hammer(stack, ids, paths, kind == "new-versions", stop, calls))
+        hammers = [asyncio.create_task(hammer(stack, ids, paths, kind, stop, calls))
                    for _ in range(args.callers)]
         await asyncio.sleep(2)
         loaded = await measure(stack, note_id, args.rounds)
@@ -107,7 +112,7 @@ async def run(stack: Stack, args: argparse.Namespace) -> None:
         ratio = (statistics.median(loaded[0]) / statistics.median(idle[0]),
                  statistics.median(loaded[1]) / statistics.median(idle[1]))
         print(f"{kind:<13} note indexed: {summary(loaded[0])}; her read: {summary(loaded[1])}; "
-              f"{len(calls)} reads by bob ({summary(calls)}); median ratios to idle: note {ratio[0]:.2f}x, "
+              f"{len(calls)} reads by bob ({summary(calls or [0.0])}); median ratios to idle: note {ratio[0]:.2f}x, "
               f"read {ratio[1]:.2f}x")
         await stack.wait_idle(BOB, timeout=900)
 
@@ -118,6 +123,7 @@ def main() -> None:
     parser.add_argument("--bound", type=float, default=15.0, help="the parsers' time bound, seconds")
     parser.add_argument("--files", type=int, default=3)
     parser.add_argument("--callers", type=int, default=4)
+    parser.add_argument("--kinds", default="same,new-versions,uploads-only")
     args = parser.parse_args()
     env = {"PARSER_TIMEOUT_SECONDS": str(args.bound), "PARSER_WORKERS": "2", "RETRY_SECONDS": "0.25"}
     with tempfile.TemporaryDirectory() as workdir:

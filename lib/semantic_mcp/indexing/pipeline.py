@@ -45,6 +45,7 @@ Records = list[ChunkRecord]
 BATCH_SECONDS = 2.0
 MIN_BATCH, MAX_BATCH = 4, 64
 FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
+SLOW_FETCH_SECONDS = 2.0  # a main-lane batch waits this long for a fetch, then goes on without it
 _CHUNK_BATCH = f"{chunk_batch.__module__}:{chunk_batch.__name__}"  # run in a parser worker
 
 
@@ -118,6 +119,7 @@ class Pipeline:
         self.backoff_seconds = backoff_seconds  # before the second attempt, doubled at each one after
         self.stats = PipelineStats()
         self._wake = {"main": asyncio.Event(), "ocr": asyncio.Event()}
+        self._carried: list[tuple[Task, asyncio.Future[SourceDocument | None]]] = []  # slow fetches (_fetch_batch)
 
     def wake(self, lane: str = "main") -> None:
         """Called after enqueueing, so new work starts now rather than at the next poll."""
@@ -360,26 +362,55 @@ class Pipeline:
 
     async def _run_stages(self) -> None:
         """The main lane: fetch, embed and write overlapping, a batch in each (stages.py)."""
-        await Stages(lambda: self._fetch_batch("main"), lambda batch: self._embed(batch.docs), self._write_batch,
-                     may_fetch=lambda: self.nc.health.usable, ready=self.nc.health.wait_usable,
-                     idle=lambda: self._idle("main")).run()
+        try:
+            await Stages(lambda: self._fetch_batch("main"), lambda batch: self._embed(batch.docs), self._write_batch,
+                         may_fetch=lambda: self.nc.health.usable, ready=self.nc.health.wait_usable,
+                         idle=lambda: self._idle("main")).run()
+        finally:  # slow fetches carried between batches stop with the lane (their tasks are recovered)
+            for _, future in self._carried:
+                future.cancel()
+            self._carried = []
 
     async def _fetch_batch(self, lane: str) -> Batch | None:
         """Claim a batch of the lane and fetch its documents, ``FETCH_SLOTS`` at a time; None when
         nothing is ready. Tasks finished while fetching (deletes, skips, failures) are done here."""
-        tasks = self.state.claim(self.batch_size if lane == "main" else 1, lane)
-        if not tasks:
-            return None
+        if lane != "main":
+            tasks = self.state.claim(1, lane)
+            if not tasks:
+                return None
+            return Batch(lane, tasks, [(t, d) for t in tasks if isinstance(d := await self._fetch(t), SourceDocument)],
+                         time.monotonic())
+        # A fetch still parsing after SLOW_FETCH_SECONDS (a file that takes its parser's whole bound) goes
+        # on beside the batch and joins a later one: the batch, and another user's edited note in it,
+        # does not wait for it (issue 36). Meanwhile new work is claimed and fetched beside it.
+        pending = self._carried
         started = time.monotonic()
         slots = asyncio.Semaphore(FETCH_SLOTS)
 
-        async def fetch(task: Task) -> SourceDocument | None:
-            async with slots:
-                return await self._fetch(task)
+        def claim_more() -> None:
+            if (room := self.batch_size - len(pending)) > 0:
+                pending.extend((task, asyncio.ensure_future(self._fetch_in(slots, task)))
+                               for task in self.state.claim(room, lane))
 
-        fetched = await asyncio.gather(*(fetch(task) for task in tasks))
-        docs = [(task, doc) for task, doc in zip(tasks, fetched, strict=True) if isinstance(doc, SourceDocument)]
-        return Batch(lane, tasks, docs, started)
+        claim_more()
+        if not pending:
+            return None
+        try:
+            while not (done := [pair for pair in pending if pair[1].done()]):
+                await asyncio.wait([future for _, future in pending], timeout=SLOW_FETCH_SECONDS)
+                claim_more()
+        except asyncio.CancelledError:
+            for _, future in pending:
+                future.cancel()
+            pending.clear()
+            raise
+        self._carried = [pair for pair in pending if not pair[1].done()]
+        docs = [(task, doc) for task, future in done if isinstance(doc := future.result(), SourceDocument)]
+        return Batch(lane, [task for task, _ in done], docs, started)
+
+    async def _fetch_in(self, slots: asyncio.Semaphore, task: Task) -> SourceDocument | None:
+        async with slots:
+            return await self._fetch(task)
 
     async def _write_batch(self, batch: Batch, written: list[Written]) -> None:
         """The last stage: the index writes, then what the batch teaches about the next one's size."""
