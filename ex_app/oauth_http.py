@@ -20,7 +20,6 @@ from __future__ import annotations
 import hmac
 import html
 import logging
-import os
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -32,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 
-from .appapi import behind_buffering_proxy
+from .appapi import behind_buffering_proxy, harp_shared_key
 from .form_tokens import FormTokens
 
 log = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ def caller_address(request: Request) -> str:
     appended last to ``X-Forwarded-For`` (a caller can only put his own before it); without either, the
     connecting peer: HaRP's own, one address for all (issue 36: 30 requests then closed registration)."""
     headers = request.headers
-    harp_key = os.environ.get("HP_SHARED_KEY", "")
+    harp_key = harp_shared_key()
     if not harp_key:
         if behind_buffering_proxy(headers):
             return headers["x-origin-ip"]
