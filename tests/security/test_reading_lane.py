@@ -108,3 +108,26 @@ def test_remembered_text_is_bounded() -> None:
         lane.remember("mallory", f"file:{n}", SourceDocument("file", str(n), "t", "x" * 50_000, 0, "v", "/f"))
     assert lane.remembered("mallory", "file:4", "v") and not lane.remembered("mallory", "file:0", "v")
     assert LANE is not lane
+
+
+async def test_one_users_parses_leave_a_worker_free_for_everyone_else() -> None:
+    """Indexing: bob's new versions of files that each take the whole bound cannot fill every parser
+    worker; alice's note is parsed (and chunked) beside them."""
+    pool = parser_process.ParserPool(size=2, timeout=30, memory_mb=200)
+    finished: list[str] = []
+
+    async def parse(owner: str, name: str, seconds: float) -> None:
+        parser_process.parse_owner.set(owner)
+        await pool.run("time:sleep", seconds)
+        finished.append(name)
+
+    try:
+        await pool.run("time:sleep", 0)  # both workers started
+        await pool.run("time:sleep", 0)
+        bob = [asyncio.create_task(parse("bob", f"bob {n}", 2.0)) for n in range(2)]
+        await asyncio.sleep(0.3)
+        await parse("alice", "alice", 0.1)
+        await asyncio.gather(*bob)
+    finally:
+        pool.close()
+    assert finished[0] == "alice", finished

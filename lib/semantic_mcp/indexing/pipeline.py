@@ -28,7 +28,7 @@ from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
 from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
-from ..sources.parser_process import ParserFailed, run_parser
+from ..sources.parser_process import ParserFailed, parse_owner, run_parser
 from ..store import ChunkRecord, VectorStore
 from .records import chunk_batch
 from .stages import Stages
@@ -409,6 +409,7 @@ class Pipeline:
         return Batch(lane, [task for task, _ in done], docs, started)
 
     async def _fetch_in(self, slots: asyncio.Semaphore, task: Task) -> SourceDocument | None:
+        parse_owner.set(task.ref.user)  # this coroutine's own context: its parses count as the user's
         async with slots:
             return await self._fetch(task)
 

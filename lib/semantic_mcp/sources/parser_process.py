@@ -149,6 +149,7 @@ class ParserPool:
         for worker in self._workers:
             self._idle.put(worker)
         self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="parser")
+        self._owner_slots: dict[str, asyncio.Semaphore] = {}  # per parse_owner: size - 1 at once
 
     async def run(self, function: str, *args: Any, timeout: float | None = None) -> Any:
         """Call ``function`` ("package.module:name") with ``args`` in a worker and return its result.
@@ -159,7 +160,12 @@ class ParserPool:
         """
         request = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
         call = functools.partial(self._call, request, timeout or self.timeout)
-        status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+        owner = parse_owner.get()
+        if owner and self.size > 1:  # one user's parses leave a worker free for everyone else's
+            async with self._owner_slots.setdefault(owner, asyncio.Semaphore(self.size - 1)):
+                status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+        else:
+            status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
         if status == "raised":
             raise value
         if status == "memory":
@@ -215,6 +221,11 @@ def pool(lane: str = "main") -> ParserPool:
             _pools[lane] = ParserPool(**{**_settings, **lane_settings})
         return _pools[lane]
 
+
+# Whose item a parse is for, when it is one user's (indexing sets it per task): such parses take at
+# most all workers but one, so a user whose files each take the whole time bound (issue 36: new versions
+# uploaded again and again) cannot keep another user's edited note from being parsed and chunked.
+parse_owner: contextvars.ContextVar[str] = contextvars.ContextVar("parse_owner", default="")
 
 # The lane a task's parses go to when the caller names none: the reading tool sets "read" around a
 # read, so every source's parser (files, calendar objects, contacts) runs in its lane.
