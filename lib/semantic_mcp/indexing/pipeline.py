@@ -46,6 +46,7 @@ BATCH_SECONDS = 2.0
 MIN_BATCH, MAX_BATCH = 4, 64
 FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
 SLOW_FETCH_SECONDS = 2.0  # a main-lane batch waits this long for a fetch, then goes on without it
+CARRIED_BATCHES = 4  # fetches in flight, slow ones carried included, at most this many batches' worth
 _CHUNK_BATCH = f"{chunk_batch.__module__}:{chunk_batch.__name__}"  # run in a parser worker
 
 
@@ -375,22 +376,25 @@ class Pipeline:
         """Claim a batch of the lane and fetch its documents, ``FETCH_SLOTS`` at a time; None when
         nothing is ready. Tasks finished while fetching (deletes, skips, failures) are done here."""
         if lane != "main":
-            tasks = self.state.claim(1, lane)
+            tasks, started = self.state.claim(1, lane), time.monotonic()
             if not tasks:
                 return None
             return Batch(lane, tasks, [(t, d) for t in tasks if isinstance(d := await self._fetch(t), SourceDocument)],
-                         time.monotonic())
+                         started)
         # A fetch still parsing after SLOW_FETCH_SECONDS (a file that takes its parser's whole bound) goes
         # on beside the batch and joins a later one: the batch, and another user's edited note in it,
         # does not wait for it (issue 36). Meanwhile new work is claimed and fetched beside it.
-        pending = self._carried
+        pending, claimed = self._carried, 0
         started = time.monotonic()
         slots = asyncio.Semaphore(FETCH_SLOTS)
 
-        def claim_more() -> None:
-            if (room := self.batch_size - len(pending)) > 0:
-                pending.extend((task, asyncio.ensure_future(self._fetch_in(slots, task)))
-                               for task in self.state.claim(room, lane))
+        def claim_more() -> None:  # a batch's worth beside those carried (at most a few batches in flight)
+            nonlocal claimed
+            room = min(self.batch_size - claimed, CARRIED_BATCHES * self.batch_size - len(pending))
+            if room > 0:
+                tasks = self.state.claim(room, lane)
+                claimed += len(tasks)
+                pending.extend((task, asyncio.ensure_future(self._fetch_in(slots, task))) for task in tasks)
 
         claim_more()
         if not pending:
