@@ -164,9 +164,14 @@ class AppAPIAuth:
         await self.app(scope, receive, send)
 
 
+def harp_shared_key() -> str:
+    """HaRP's key, which AppAPI puts in the environment of an ExApp it deploys behind HaRP (its FRP
+    client's login) and sends as ``harp-shared-key`` on its own requests; empty without HaRP."""
+    return os.environ.get("HP_SHARED_KEY", "")
+
+
 def deployed_through_harp() -> bool:
-    """AppAPI deploys an ExApp behind HaRP with HaRP's key in its environment (its FRP client's login)."""
-    return bool(os.environ.get("HP_SHARED_KEY"))
+    return bool(harp_shared_key())
 
 
 def behind_buffering_proxy(headers: Headers) -> bool:

@@ -18,7 +18,6 @@ so both forms here carry their own.
 from __future__ import annotations
 
 import calendar
-import hashlib
 import hmac
 import html
 import logging
@@ -36,7 +35,8 @@ from semantic_mcp.nextcloud import NextcloudClient
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 from semantic_mcp.oauth.binding import GRANT_SECONDS
 
-from .appapi import behind_buffering_proxy, deployed_through_harp
+from .appapi import behind_buffering_proxy, harp_shared_key
+from .form_tokens import FormTokens
 from .page_text import TEXTS, format_date
 from .pages import Look, Speech, Theming, Words, render
 
@@ -53,13 +53,23 @@ def _user(request: Request) -> str:
 
 
 def caller_address(request: Request) -> str:
-    """The caller's address as Nextcloud saw it, for the quotas on anonymous work. AppAPI's PHP proxy
-    sets ``X-Origin-IP`` and drops any the caller sent; HaRP (0.4.4) sets none and passes the
-    caller's through, so there only the connecting peer counts (HaRP's own: one address for all).
-    (Behind HaRP, X-Origin-IP still tells the PHP proxy's requests apart for buffering, where a
-    forged one costs the caller only streaming; here it would buy him a fresh quota.)"""
-    if not deployed_through_harp() and behind_buffering_proxy(request.headers):
-        return request.headers["x-origin-ip"]
+    """The caller's address as Nextcloud saw it, for the quotas on anonymous work (counted by network).
+
+    AppAPI's PHP proxy sets ``X-Origin-IP`` and drops any the caller sent. Deployed through HaRP (0.4.4),
+    HaRP passes the caller's headers through, so there ``X-Origin-IP`` is believed only on a request that
+    also carries HaRP's shared key, which AppAPI sends and no caller knows (AppAPICommonService::
+    buildAppAPIAuthHeaders); on HaRP's own ``/exapps/`` path the address is the one the front proxy
+    appended last to ``X-Forwarded-For`` (a caller can only put his own before it); without either, the
+    connecting peer: HaRP's own, one address for all (issue 36: 30 requests then closed registration)."""
+    headers = request.headers
+    harp_key = harp_shared_key()
+    if not harp_key:
+        if behind_buffering_proxy(headers):
+            return headers["x-origin-ip"]
+    elif behind_buffering_proxy(headers) and hmac.compare_digest(headers.get("harp-shared-key", ""), harp_key):
+        return headers["x-origin-ip"]
+    elif forwarded := headers.get("x-forwarded-for", "").split(",")[-1].strip():
+        return forwarded
     return request.client.host if request.client else ""
 
 
@@ -102,11 +112,11 @@ class OAuthHTTP:
 
     def __init__(self, server: AuthorizationServer, form_key: bytes, nc: NextcloudClient | None = None) -> None:
         self.server = server
-        self._form_key = form_key
         self.theming = Theming(nc, server.public_url)
         self.speech = Speech(nc)
         self._issuer_path = urlsplit(server.issuer).path  # where the browser comes back to after login
         self._login_url = f"{server.public_url}/index.php/login"
+        self._clients_tokens = FormTokens(form_key, "connected-clients", clock=server.clock)
 
     def routes(self) -> list[Route]:
         return [
@@ -235,7 +245,7 @@ class OAuthHTTP:
     # --- connected clients
 
     def _clients_csrf(self, user: str) -> str:
-        return hmac.new(self._form_key, f"connected-clients/{user}".encode(), hashlib.sha256).hexdigest()
+        return self._clients_tokens.issue(user)
 
     async def clients_page(self, request: Request) -> Response:
         user = _user(request)
@@ -246,7 +256,7 @@ class OAuthHTTP:
         notice = ""
         if request.method == "POST":
             form = await _form(request)
-            if not hmac.compare_digest(form.get("csrf_token", ""), self._clients_csrf(user)):
+            if not self._clients_tokens.redeem(user, form.get("csrf_token", "")):
                 return await self._error_page(request, words("reason_form_expired"), "step_reload", 400, user)
             if self.server.disconnect(user, form.get("grant_id", "")):
                 notice = f'<p class="notice" id="notice">{words("disconnected")}</p>'

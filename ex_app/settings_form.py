@@ -119,7 +119,9 @@ ADMIN_FORM = SettingsForm(
               placeholder="claude.ai, *.example.com"),
         _checkbox("oauth_allow_registration", "Let OAuth clients register themselves",
                   "Dynamic client registration, which claude.ai, ChatGPT and VS Code use. Their names are then "
-                  "self-declared (the consent page says so). When off, only clients with a metadata document connect"),
+                  "self-declared (the consent page says so). When off, only clients with a metadata document connect. "
+                  "This is the one switch that closes registration: the quotas count each caller's network (30 an "
+                  "hour) and never close it for everyone"),
         _checkbox("oauth_allow_private_metadata_hosts", "Allow client metadata on private addresses",
                   "Lets the app fetch client metadata documents from loopback and private networks. Leave off unless "
                   "you run such clients yourself: it lets anyone make the app send requests into your network"),

@@ -26,7 +26,7 @@ from semantic_mcp.config import Deployment, DeploymentError
 def _served_behind_the_proxy() -> list[tuple[str, str]]:
     """(method, path) of every handler reached through AppAPI's proxy, read from the app's own routes."""
     issuer = "http://cloud.example.com/index.php/apps/app_api/proxy/semantic_mcp"
-    server = SimpleNamespace(issuer=issuer, public_url="http://cloud.example.com")
+    server = SimpleNamespace(issuer=issuer, public_url="http://cloud.example.com", clock=lambda: 0.0)
     oauth = OAuthHTTP(server, b"k")  # type: ignore[arg-type]
     served = [(method, route.path) for route in oauth.routes() for method in route.methods - {"HEAD"}]
     return served + [("GET", SELF_CHECK_PATH)] + [(method, "/mcp") for method in ("GET", "POST", "DELETE")]

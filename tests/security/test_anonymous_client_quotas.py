@@ -1,5 +1,6 @@
 """Threat: an anonymous caller makes the app store client registrations or fetch client metadata
-documents without end (issue 21). Both are bounded per caller address and in total per hour.
+documents without end (issue 21). Both are bounded per caller network and hour; registrations that
+nobody used are bounded in number (tests/security/test_registration_flood.py, issue 36).
 
 The caller's address is what AppAPI's proxy puts in ``X-Origin-IP`` (Nextcloud's view of the client,
 with ``trusted_proxies`` applied); the proxy drops an ``X-Origin-IP`` the caller sends, so a caller
@@ -23,7 +24,7 @@ from semantic_mcp.oauth import ClientRegistry, MetadataPolicy, OAuthError, OAuth
 from semantic_mcp.oauth.clients import QUOTA_WINDOW_SECONDS, QUOTAS
 from stack import APP_ID, Stack
 
-PER_SOURCE, IN_TOTAL = QUOTAS["registration"]
+PER_SOURCE, _ = QUOTAS["registration"]
 BODY = json.dumps({"client_name": "Flood", "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none"})
 
 
@@ -43,16 +44,10 @@ def refused(call) -> OAuthError:
 def test_one_address_registers_a_bounded_number_of_clients_per_hour(registry: ClientRegistry, clock: Clock) -> None:
     for _ in range(PER_SOURCE):
         registry.register(BODY.encode(), "203.0.113.7")
-    assert "from your address" in refused(lambda: registry.register(BODY.encode(), "203.0.113.7")).description
+    assert "from your network" in refused(lambda: registry.register(BODY.encode(), "203.0.113.7")).description
     registry.register(BODY.encode(), "198.51.100.1")  # another address is not held up
     clock.now += QUOTA_WINDOW_SECONDS + 1
     registry.register(BODY.encode(), "203.0.113.7")  # an hour later, again
-
-
-def test_many_addresses_together_register_a_bounded_number_of_clients(registry: ClientRegistry) -> None:
-    for i in range(IN_TOTAL):
-        registry.register(BODY.encode(), f"10.0.{i // 250}.{i % 250}")
-    assert "on this server" in refused(lambda: registry.register(BODY.encode(), "192.0.2.99")).description
 
 
 def test_a_malformed_registration_costs_no_quota(registry: ClientRegistry) -> None:

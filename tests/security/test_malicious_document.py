@@ -221,7 +221,7 @@ async def test_a_document_that_hangs_its_parser_is_stopped_counted_and_dead_lett
     stack, ids = documents
     dead = await responsive_until(stack, lambda: failure(stack, ids[name]), timeout=240)
     assert dead["reason"] == f"parsing took longer than {TIMEOUT} s (stopped)", dead
-    assert dead["attempts"] == 5
+    assert dead["attempts"] <= 2  # the whole bound spent twice on this version (events may restart the count): no third time (issue 36)
 
 
 async def test_a_document_that_needs_more_memory_than_the_bound_is_dead_lettered(
@@ -230,7 +230,7 @@ async def test_a_document_that_needs_more_memory_than_the_bound_is_dead_lettered
     stack, ids = documents
     dead = await responsive_until(stack, lambda: failure(stack, ids["greedy.docx"]), timeout=240)
     assert dead["reason"] == f"the parser needed more than its {MEMORY_MB} MB of memory (stopped)", dead
-    assert dead["attempts"] == 5
+    assert dead["attempts"] <= 2
 
 
 async def test_an_odt_repeat_count_costs_nothing(documents: tuple[Stack, dict[str, str]]) -> None:

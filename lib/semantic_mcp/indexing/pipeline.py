@@ -27,7 +27,8 @@ from ..keyword import KeywordIndex
 from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
-from ..sources.parser_process import ParserFailed, run_parser
+from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
+from ..sources.parser_process import ParserFailed, parse_owner, run_parser
 from ..store import ChunkRecord, VectorStore
 from .records import chunk_batch
 from .stages import Stages
@@ -44,6 +45,8 @@ Records = list[ChunkRecord]
 BATCH_SECONDS = 2.0
 MIN_BATCH, MAX_BATCH = 4, 64
 FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
+SLOW_FETCH_SECONDS = 2.0  # a main-lane batch waits this long for a fetch, then goes on without it
+CARRIED_BATCHES = 4  # fetches in flight, slow ones carried included, at most this many batches' worth
 _CHUNK_BATCH = f"{chunk_batch.__module__}:{chunk_batch.__name__}"  # run in a parser worker
 
 
@@ -117,6 +120,7 @@ class Pipeline:
         self.backoff_seconds = backoff_seconds  # before the second attempt, doubled at each one after
         self.stats = PipelineStats()
         self._wake = {"main": asyncio.Event(), "ocr": asyncio.Event()}
+        self._carried: list[tuple[Task, asyncio.Future[SourceDocument | None]]] = []  # slow fetches (_fetch_batch)
 
     def wake(self, lane: str = "main") -> None:
         """Called after enqueueing, so new work starts now rather than at the next poll."""
@@ -201,9 +205,9 @@ class Pipeline:
             self.state.to_ocr_lane(task)
             self.wake("ocr")
             return None
-        except ParserFailed as exc:  # out of time or memory: retried, then dead-lettered with the reason
+        except ParserFailed as exc:  # out of time or memory: retried once, then dead-lettered with the reason
             log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
-            self._fail(task, exc.reason, refused=exc.version)
+            self._parse_failed(task, exc.reason, exc.version)
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
@@ -281,7 +285,7 @@ class Pipeline:
         except ParserFailed as exc:
             if len(items) == 1:
                 task, doc = items[0]
-                self._fail(task, f"chunking: {exc.reason}", refused=doc.version)
+                self._parse_failed(task, f"chunking: {exc.reason}", doc.version)
                 return []
         return [each for item in items for each in await self._chunked([item])]
 
@@ -339,39 +343,79 @@ class Pipeline:
         self.state.forget(ref)
         self.stats.deleted += 1
 
-    def _fail(self, task: Task, reason: str, *, refused: str | None = None) -> None:
+    def _parse_failed(self, task: Task, reason: str, version: str) -> None:
+        """A parser's bound tripped on this version: a third try would cost the whole bound again."""
+        failures = FAILURES.record(task.ref.doc_type, task.ref.source_id, version, reason)
+        self._fail(task, reason, refused=version, give_up=failures >= GIVE_UP_AFTER)
+
+    def _fail(self, task: Task, reason: str, *, refused: str | None = None, give_up: bool = False) -> None:
         """A failed attempt; ``refused`` (the version) when the document itself is at fault, so a
-        dead letter is not retried after every restart or reconciliation, only for a new version."""
+        dead letter is not retried after every restart or reconciliation, only for a new version;
+        ``give_up`` dead-letters it now."""
         self.stats.failed += 1
-        dead = self.state.retry_later(task, reason, max_attempts=self.max_attempts, backoff=self.backoff_seconds,
+        attempts = min(self.max_attempts, task.attempts) if give_up else self.max_attempts
+        dead = self.state.retry_later(task, reason, max_attempts=attempts, backoff=self.backoff_seconds,
                                       refused=refused)
         if dead:
-            log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, self.max_attempts, reason)
+            log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, task.attempts, reason)
 
     # --- the main lane's stages: fetch, embed, write, overlapping -----------------------------------
 
     async def _run_stages(self) -> None:
         """The main lane: fetch, embed and write overlapping, a batch in each (stages.py)."""
-        await Stages(lambda: self._fetch_batch("main"), lambda batch: self._embed(batch.docs), self._write_batch,
-                     may_fetch=lambda: self.nc.health.usable, ready=self.nc.health.wait_usable,
-                     idle=lambda: self._idle("main")).run()
+        try:
+            await Stages(lambda: self._fetch_batch("main"), lambda batch: self._embed(batch.docs), self._write_batch,
+                         may_fetch=lambda: self.nc.health.usable, ready=self.nc.health.wait_usable,
+                         idle=lambda: self._idle("main")).run()
+        finally:  # slow fetches carried between batches stop with the lane (their tasks are recovered)
+            for _, future in self._carried:
+                future.cancel()
+            self._carried = []
 
     async def _fetch_batch(self, lane: str) -> Batch | None:
         """Claim a batch of the lane and fetch its documents, ``FETCH_SLOTS`` at a time; None when
         nothing is ready. Tasks finished while fetching (deletes, skips, failures) are done here."""
-        tasks = self.state.claim(self.batch_size if lane == "main" else 1, lane)
-        if not tasks:
-            return None
+        if lane != "main":
+            tasks, started = self.state.claim(1, lane), time.monotonic()
+            if not tasks:
+                return None
+            return Batch(lane, tasks, [(t, d) for t in tasks if isinstance(d := await self._fetch(t), SourceDocument)],
+                         started)
+        # A fetch still parsing after SLOW_FETCH_SECONDS (a file that takes its parser's whole bound) goes
+        # on beside the batch and joins a later one: the batch, and another user's edited note in it,
+        # does not wait for it (issue 36). Meanwhile new work is claimed and fetched beside it.
+        pending, claimed = self._carried, 0
         started = time.monotonic()
         slots = asyncio.Semaphore(FETCH_SLOTS)
 
-        async def fetch(task: Task) -> SourceDocument | None:
-            async with slots:
-                return await self._fetch(task)
+        def claim_more() -> None:  # a batch's worth beside those carried (at most a few batches in flight)
+            nonlocal claimed
+            room = min(self.batch_size - claimed, CARRIED_BATCHES * self.batch_size - len(pending))
+            if room > 0:
+                tasks = self.state.claim(room, lane)
+                claimed += len(tasks)
+                pending.extend((task, asyncio.ensure_future(self._fetch_in(slots, task))) for task in tasks)
 
-        fetched = await asyncio.gather(*(fetch(task) for task in tasks))
-        docs = [(task, doc) for task, doc in zip(tasks, fetched, strict=True) if isinstance(doc, SourceDocument)]
-        return Batch(lane, tasks, docs, started)
+        claim_more()
+        if not pending:
+            return None
+        try:
+            while not (done := [pair for pair in pending if pair[1].done()]):
+                await asyncio.wait([future for _, future in pending], timeout=SLOW_FETCH_SECONDS)
+                claim_more()
+        except asyncio.CancelledError:
+            for _, future in pending:
+                future.cancel()
+            pending.clear()
+            raise
+        self._carried = [pair for pair in pending if not pair[1].done()]
+        docs = [(task, doc) for task, future in done if isinstance(doc := future.result(), SourceDocument)]
+        return Batch(lane, [task for task, _ in done], docs, started)
+
+    async def _fetch_in(self, slots: asyncio.Semaphore, task: Task) -> SourceDocument | None:
+        parse_owner.set(task.ref.user)  # this coroutine's own context: its parses count as the user's
+        async with slots:
+            return await self._fetch(task)
 
     async def _write_batch(self, batch: Batch, written: list[Written]) -> None:
         """The last stage: the index writes, then what the batch teaches about the next one's size."""

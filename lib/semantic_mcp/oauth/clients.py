@@ -3,19 +3,18 @@ registered with RFC 7591 dynamic registration; and which redirect URIs it may us
 
 A metadata document is fetched from the open internet on behalf of an anonymous caller, so the
 fetch is bounded in every way that matters: HTTPS only, no redirects, a size cap, a total time
-cap, the host's addresses checked (no loopback, private or link-local ones unless the admin
-allows them) and the connection pinned to the checked address, so DNS cannot switch it after
+cap, the host's addresses checked (no loopback, private or link-local ones, also not inside a NAT64,
+6to4, mapped or Teredo address, unless the admin allows them) and the connection pinned to the checked address, so DNS cannot switch it after
 the check.
 
-Both are anonymous work on our side (a stored registration, an outgoing fetch), so both have quotas:
-per caller address (AppAPI's ``X-Origin-IP``: Nextcloud's view of the client, ``trusted_proxies``
-applied) and in total, per hour.
+Both are anonymous work on our side (a stored registration, an outgoing fetch), so both have quotas
+per caller network and hour (AppAPI's ``X-Origin-IP``: Nextcloud's view of the client, ``trusted_proxies``
+applied; its IPv4 /24 or IPv6 /64), fetches also in total; never-used registrations are bounded in number.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import re
 import secrets
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .addresses import is_public, network_of
 from .errors import OAuthError
 from .store import OAuthStore, digest, new_secret
 
@@ -42,8 +42,12 @@ BLOCKED_SCHEMES = frozenset({"javascript", "data", "file", "vbscript", "about", 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 QUOTA_WINDOW_SECONDS = 3600.0
-# (per caller address, in total) per QUOTA_WINDOW_SECONDS; a fetch is counted when it is tried.
-QUOTAS = {"registration": (30, 300), "metadata document fetch": (30, 300)}
+# (per caller network, in total) per QUOTA_WINDOW_SECONDS; a fetch is counted when it is tried. A network is
+# an IPv4 /24 or an IPv6 /64 (addresses.network_of): cycling through one's own addresses buys nothing.
+# Registrations have no total: a total is a switch any caller can turn off for everyone (the review of issue
+# 36 closed registration for an hour from one /64). What bounds them instead is MAX_UNUSED_REGISTRATIONS:
+# beyond it the oldest registration nobody has authorized yet is dropped (store.add_client).
+QUOTAS = {"registration": (30, None), "metadata document fetch": (30, 300)}
 
 
 @dataclass(frozen=True)
@@ -150,9 +154,10 @@ class ClientRegistry:
 
     def _admit(self, kind: str, source: str) -> None:
         per_source, in_total = QUOTAS[kind]
-        exhausted = self.store.admit_anonymous(kind, source, self.clock(), QUOTA_WINDOW_SECONDS, per_source, in_total)
+        exhausted = self.store.admit_anonymous(kind, network_of(source), self.clock(), QUOTA_WINDOW_SECONDS,
+                                               per_source, in_total)
         if exhausted:
-            whose = "from your address" if exhausted == "source" else "on this server"
+            whose = "from your network" if exhausted == "source" else "on this server"
             raise OAuthError("temporarily_unavailable", f"too many client {kind}s {whose} in the last hour "
                              f"(at most {per_source if exhausted == 'source' else in_total}); try again later",
                              status=429)
@@ -271,8 +276,7 @@ class ClientRegistry:
             raise OAuthError("invalid_client", f"client metadata host {host} does not resolve", status=401) from exc
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         for address in addresses:
-            ip = ipaddress.ip_address(address.split("%")[0])
-            if not ip.is_global and not policy.allow_private:
+            if not is_public(address) and not policy.allow_private:
                 raise OAuthError(
                     "invalid_client", f"client metadata host {host} has a private or loopback address", status=401
                 )

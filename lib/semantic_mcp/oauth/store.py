@@ -52,7 +52,9 @@ CREATE INDEX IF NOT EXISTS anonymous_requests_by_kind ON anonymous_requests (kin
 """
 
 
-UNUSED_REGISTRATION_SECONDS = 7 * 86400
+UNUSED_REGISTRATION_SECONDS = 86400  # a registration nobody authorized within a day goes (it was a week)
+MAX_UNUSED_REGISTRATIONS = 1000
+_UNUSED = "client_id NOT IN (SELECT client_id FROM grants)"
 # Columns added after the first release, for databases created before them.
 _ADDED_COLUMNS = {"grants": {"account_id": "TEXT", "expires_at": "REAL"}}
 
@@ -135,10 +137,16 @@ class OAuthStore:
     # --- clients
 
     def add_client(self, client_id: str, metadata: dict[str, Any], secret: str | None, now: float) -> None:
-        self._run(
-            "INSERT INTO clients (client_id, metadata, secret_hash, registered_at) VALUES (?, ?, ?, ?)",
-            (client_id, json.dumps(metadata), digest(secret) if secret else None, now),
-        )
+        """Store a registration; past MAX_UNUSED_REGISTRATIONS never-used ones, the oldest of them goes
+        (a flood churns only registrations nobody authorized, and never closes registration for anyone)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO clients (client_id, metadata, secret_hash, registered_at) VALUES (?, ?, ?, ?)",
+                (client_id, json.dumps(metadata), digest(secret) if secret else None, now),
+            )
+            self._db.execute(
+                f"DELETE FROM clients WHERE client_id IN (SELECT client_id FROM clients WHERE {_UNUSED} "
+                "ORDER BY registered_at DESC, rowid DESC LIMIT -1 OFFSET ?)", (MAX_UNUSED_REGISTRATIONS,))
 
     def client(self, client_id: str) -> tuple[dict[str, Any], str | None] | None:
         rows = self._run("SELECT metadata, secret_hash FROM clients WHERE client_id = ?", (client_id,))
@@ -155,7 +163,7 @@ class OAuthStore:
         )
 
     def admit_anonymous(self, kind: str, source: str, now: float, window: float, per_source: int,
-                        in_total: int) -> str | None:
+                        in_total: int | None) -> str | None:
         """Count one anonymous request of ``kind`` from ``source`` unless a quota for the last
         ``window`` seconds is used up; returns which one ("source", "total") or None."""
         with self._lock:
@@ -166,7 +174,7 @@ class OAuthStore:
                                     (kind, since, source)).fetchone()[0]
             if mine >= per_source:
                 return "source"
-            if total >= in_total:
+            if in_total is not None and total >= in_total:
                 return "total"
             self._db.execute("INSERT INTO anonymous_requests (kind, source, at) VALUES (?, ?, ?)", (kind, source, now))
             self._db.execute("DELETE FROM anonymous_requests WHERE at < ?", (now - 86400,))
@@ -300,12 +308,10 @@ class OAuthStore:
         return row["grant_id"] if row else None
 
     def purge_expired(self, now: float) -> None:
-        """Drop what can no longer be used, and registrations nobody authorized within a week."""
+        """Drop what can no longer be used, and registrations nobody authorized within a day."""
         with self._lock:
-            self._db.execute(
-                "DELETE FROM clients WHERE registered_at < ? AND client_id NOT IN (SELECT client_id FROM grants)",
-                (now - UNUSED_REGISTRATION_SECONDS,),
-            )
+            self._db.execute(f"DELETE FROM clients WHERE registered_at < ? AND {_UNUSED}",
+                             (now - UNUSED_REGISTRATION_SECONDS,))
             self._db.execute("UPDATE grants SET revoked_at = expires_at WHERE expires_at < ? AND revoked_at IS NULL",
                              (now,))
             self._db.execute("DELETE FROM tokens WHERE expires_at < ?", (now,))

@@ -35,7 +35,7 @@ from ..nextcloud import (
 from .base import Listing, Source, compose_text, exclusion, is_readable, owner_extra
 from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
 from .extract import NeedsOcr, OcrOptions, UnsupportedContent, content_kind
-from .extract.ocr import OCR_SECONDS
+from .extract.ocr import READ_OCR_PAGES, READ_OCR_SECONDS
 from .parser_process import ParserFailed, run_parser
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
@@ -220,11 +220,13 @@ class FilesSource(Source):
         info, response = read
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
         languages = self.options.ocr_languages
-        reading = OcrOptions(languages) if ocr_lane and languages else None
+        reading = None
+        if ocr_lane and languages:  # the reading tool's lane reads fewer pages, for less time
+            reading = OcrOptions(languages, READ_OCR_PAGES, READ_OCR_SECONDS) if ocr_lane == "read" else OcrOptions(languages)
         try:  # in a bounded process: a hostile file can fail its own task, never stop the app
             extracted = await run_parser(
                 "semantic_mcp.sources.extract:extract", response.content, info.mime, info.name, reading,
-                lane=ocr_lane if reading else "main", timeout=OCR_SECONDS + 30 if reading else None)
+                lane=ocr_lane if reading else None, timeout=reading.seconds + 30 if reading else None)
         except NeedsOcr as exc:
             if languages:
                 raise
@@ -268,6 +270,10 @@ class FilesSource(Source):
             if not isinstance(exc, NotFound) and exc.status != 412:  # 412: its ETag is no longer the one listed
                 raise
         return await self._download(nc, user, source_id, None)  # changed, moved or unshared since the listing
+
+    async def current_version(self, nc: NextcloudClient, user: str, source_id: str) -> str:
+        """The file's ETag as ``user`` sees it now (NotFound when they cannot): one SEARCH, no download."""
+        return (await lookup_file(nc, user, source_id)).etag
 
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """One SEARCH by file id: files the user cannot see (any more) are simply not found."""

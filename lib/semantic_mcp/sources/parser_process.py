@@ -15,6 +15,7 @@ counts it as a failed attempt, so a document that always trips it ends dead-lett
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import importlib
 import logging
@@ -148,6 +149,7 @@ class ParserPool:
         for worker in self._workers:
             self._idle.put(worker)
         self._threads = ThreadPoolExecutor(max_workers=size, thread_name_prefix="parser")
+        self._owner_slots: dict[str, asyncio.Semaphore] = {}  # per parse_owner: size - 1 at once
 
     async def run(self, function: str, *args: Any, timeout: float | None = None) -> Any:
         """Call ``function`` ("package.module:name") with ``args`` in a worker and return its result.
@@ -158,7 +160,12 @@ class ParserPool:
         """
         request = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
         call = functools.partial(self._call, request, timeout or self.timeout)
-        status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+        owner = parse_owner.get()
+        if owner and self.size > 1:  # one user's parses leave a worker free for everyone else's
+            async with self._owner_slots.setdefault(owner, asyncio.Semaphore(self.size - 1)):
+                status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
+        else:
+            status, value = await asyncio.get_running_loop().run_in_executor(self._threads, call)
         if status == "raised":
             raise value
         if status == "memory":
@@ -193,20 +200,41 @@ def configure(*, size: int | float, timeout: float, memory_mb: int | float) -> N
     shutdown()
 
 
+READ_LANE_WORKERS = 2  # a user parses one item at a time there (reading_lane.py): two users at once
+
+
+def lower_priority() -> None:
+    """A read-lane worker yields the CPU to indexing: a read waits a little, an edited note does not."""
+    os.nice(10)
+
+
 def pool(lane: str = "main") -> ParserPool:
-    """The workers of a lane: ``main`` for indexing and reading; ``ocr`` (indexing) and ``read`` (the
-    reading tool) run OCR, each in a single worker of its own, so a scan being read never holds a
-    worker that another lane needs (ADR 0601)."""
+    """The workers of a lane: ``main`` for indexing; ``ocr`` for indexing's OCR, one worker (ADR 0601);
+    ``read`` for the reading tool, parsing and OCR, its workers at a lower CPU priority, so that no
+    read ever holds a worker indexing needs (issue 36)."""
     with _lock:
         if lane not in _pools:
-            lane_settings = {"prepare": MAIN_LANE_PREPARES} if lane == "main" else {"size": 1}
+            lane_settings: dict[str, Any] = {
+                "main": {"prepare": MAIN_LANE_PREPARES},
+                "read": {"size": READ_LANE_WORKERS, "prepare": ("semantic_mcp.sources.parser_process:lower_priority",)},
+            }.get(lane, {"size": 1})
             _pools[lane] = ParserPool(**{**_settings, **lane_settings})
         return _pools[lane]
 
 
-async def run_parser(function: str, *args: Any, lane: str = "main", timeout: float | None = None) -> Any:
+# Whose item a parse is for, when it is one user's (indexing sets it per task): such parses take at
+# most all workers but one, so a user whose files each take the whole time bound (issue 36: new versions
+# uploaded again and again) cannot keep another user's edited note from being parsed and chunked.
+parse_owner: contextvars.ContextVar[str] = contextvars.ContextVar("parse_owner", default="")
+
+# The lane a task's parses go to when the caller names none: the reading tool sets "read" around a
+# read, so every source's parser (files, calendar objects, contacts) runs in its lane.
+default_lane: contextvars.ContextVar[str] = contextvars.ContextVar("parser_lane", default="main")
+
+
+async def run_parser(function: str, *args: Any, lane: str | None = None, timeout: float | None = None) -> Any:
     """Run a parser in the app's bounded worker processes (see :class:`ParserPool`)."""
-    return await pool(lane).run(function, *args, timeout=timeout)
+    return await pool(lane or default_lane.get()).run(function, *args, timeout=timeout)
 
 
 def shutdown() -> None:

@@ -31,6 +31,10 @@ OCR_SIDE = 3600  # larger images are scaled down first: beyond 300 dpi on A4 acc
 MAX_OCR_PAGES = 50  # pages of a scanned PDF or multi-page TIFF read per file
 PAGE_SECONDS = 60.0
 OCR_SECONDS = 300.0  # per file: the parser process's time bound for a file read in the OCR lane
+# What one call of the reading tool may read by OCR: a user waits for it, and it holds a worker of the
+# reading lane that other users' reads need (issue 36).
+READ_OCR_PAGES = 10
+READ_OCR_SECONDS = 60.0
 MIN_PAGE_CHARS = 20  # a PDF page with less text than this but with an image is a scan...
 MIN_SCAN_SIDE = 600  # ...when the image is at least this long (pixels): a receipt at 150 dpi is ~500 x 1200
 
@@ -47,6 +51,8 @@ class OcrOptions:
     """The admin's choice: Tesseract language codes, those installed in order (``eng``, ``deu``...)."""
 
     languages: tuple[str, ...] = LANGUAGES
+    max_pages: int = MAX_OCR_PAGES  # the reading tool reads fewer (READ_OCR_PAGES)
+    seconds: float = OCR_SECONDS
 
 
 @functools.cache
@@ -75,10 +81,10 @@ def usable_languages(wanted: tuple[str, ...]) -> tuple[str, ...]:
 def image_sections(data: bytes, options: OcrOptions) -> str | list[Section]:
     """The text of an image file (PNG, JPEG, TIFF, WEBP, GIF, BMP), with a section for each page of a
     multi-page TIFF."""
-    budget = Budget(seconds=OCR_SECONDS)
+    budget = Budget(seconds=options.seconds)
     pages: list[Section] = []
     for number, frame in enumerate(_frames(data), start=1):
-        if number > MAX_OCR_PAGES or budget.exhausted:
+        if number > options.max_pages or budget.exhausted:
             log.info("OCR stopped after %d image pages", number - 1)
             break
         text = read_image(frame, options, budget)

@@ -14,14 +14,14 @@ from pypdf import PageObject, PdfReader
 
 from . import common
 from .common import Budget, Section, UnsupportedContent
-from .ocr import MAX_OCR_PAGES, MIN_PAGE_CHARS, MIN_SCAN_SIDE, OCR_SECONDS, NeedsOcr, OcrOptions, check_size, read_image
+from .ocr import MIN_PAGE_CHARS, MIN_SCAN_SIDE, NeedsOcr, OcrOptions, check_size, read_image
 
 log = logging.getLogger(__name__)
 
 
 def pdf_pages(data: bytes, ocr: OcrOptions | None = None) -> list[Section]:
     """Text of the first :data:`~common.MAX_PDF_PAGES` pages, stopping early at the :class:`Budget`;
-    with ``ocr``, scanned pages (at most :data:`~.ocr.MAX_OCR_PAGES`) are read from their image.
+    with ``ocr``, scanned pages (at most ``ocr.max_pages``) are read from their image.
 
     PDFs with only an owner password (printing/copy restrictions) open with the empty user
     password and are indexed; PDFs that need a password to open are skipped.
@@ -29,7 +29,7 @@ def pdf_pages(data: bytes, ocr: OcrOptions | None = None) -> list[Section]:
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted and not _opens_without_password(reader):
         raise UnsupportedContent("encrypted PDF")
-    budget = Budget(seconds=OCR_SECONDS if ocr else None)
+    budget = Budget(seconds=ocr.seconds if ocr else None)
     pages: list[Section] = []
     scanned = 0
     for number, page in enumerate(reader.pages, start=1):
@@ -41,7 +41,7 @@ def pdf_pages(data: bytes, ocr: OcrOptions | None = None) -> list[Section]:
             if ocr is None:
                 raise NeedsOcr()
             scanned += 1
-            if scanned <= MAX_OCR_PAGES:
+            if scanned <= ocr.max_pages:
                 text = _read_page(page, *image, ocr, budget) or text
         pages.append((f"Page {number}", text))
         budget.spend(len(text))
