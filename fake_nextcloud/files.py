@@ -13,11 +13,11 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .clock import Clock
 from .davxml import DavError, not_found
 from .mime import mimetype_for
-from .team_folders import TeamFolders
 
 NODE_EVENT = "OCP\\Files\\Events\\Node\\"
 Emit = Callable[[str, str, dict], None]
@@ -125,7 +125,7 @@ class Tag:
     user_assignable: bool = True
 
 
-class FileStore(TeamFolders):
+class FileStore:
     """All users' files. Callers hold the state lock; methods raise Sabre errors (DavError)."""
 
     def __init__(self, emit: Emit, new_id: Callable[[], int], clock: Clock) -> None:
@@ -141,7 +141,6 @@ class FileStore(TeamFolders):
         self.tag_map: dict[int, set[int]] = {}
         self._share_ids = itertools.count(1)
         self._tag_ids = itertools.count(1)
-        self._init_team_folders()
 
     # ---- identity and paths -------------------------------------------------------------
 
@@ -172,6 +171,16 @@ class FileStore(TeamFolders):
             del self.shares[share_id]
         for node_id in [i for i, n in self.by_id.items() if n.owner == uid or n is home]:
             del self.by_id[node_id]
+
+    # ---- team folders: none here; team_folders.TeamFolderFiles adds them -------------------------
+
+    def team_folder_of(self, node: Node) -> Any:
+        """The team folder ``node`` lies in (or is), or None."""
+        return None
+
+    def denied_to(self, uid: str, node: Node) -> bool:
+        """Whether an ACL takes read of ``node`` from ``uid``."""
+        return False
 
     def event_path(self, node: Node, actor: str | None = None) -> str:
         """The node's path in events: its owner's, or in a team folder the writer's (``actor``)."""

@@ -16,11 +16,11 @@ Members are users (the fake has no groups): giving a folder to a group is giving
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .files import Node, Share
+from .clock import Clock
+from .files import Emit, FileStore, Node
 
 TEAM_OWNER = "__groupfolders"  # the storage's owner in this fake; never shown (owner-id is the viewer's)
 
@@ -34,22 +34,19 @@ class TeamFolder:
     denied: set[tuple[int, str]] = field(default_factory=set)  # (node id, user) without read
 
 
-class TeamFolders:
-    """Part of :class:`~.files.FileStore`: team folders mounted as shares that carry ``team_folder``."""
+class TeamFolderFiles(FileStore):
+    """All users' files, with team folders mounted as shares that carry ``team_folder``."""
 
-    shares: dict[int, Share]
-    homes: dict[str, Node]
-    by_id: dict[int, Node]
-
-    def _init_team_folders(self) -> None:
+    def __init__(self, emit: Emit, new_id: Callable[[], int], clock: Clock) -> None:
+        super().__init__(emit, new_id, clock)
         self.team_folders: dict[int, TeamFolder] = {}
         self._team_folder_ids = itertools.count(1)
 
     def create_team_folder(self, name: str) -> TeamFolder:
         """``groupfolders:create NAME``: an empty folder no one has yet."""
-        self.ensure_home(TEAM_OWNER)  # type: ignore[attr-defined]
+        self.ensure_home(TEAM_OWNER)
         folder_id = next(self._team_folder_ids)
-        folder = TeamFolder(folder_id, name, self.mkdir(TEAM_OWNER, f"/{folder_id}"))  # type: ignore[attr-defined]
+        folder = TeamFolder(folder_id, name, self.mkdir(TEAM_OWNER, f"/{folder_id}"))
         self.team_folders[folder.id] = folder
         return folder
 
@@ -57,9 +54,9 @@ class TeamFolders:
         """``groupfolders:group`` / ``group:adduser`` / ``group:removeuser``: who has the folder now."""
         folder = self.team_folders[folder_id]
         for share_id in [s.id for s in self.shares.values() if s.team_folder == folder_id and s.recipient not in members]:
-            self.unshare(share_id)  # type: ignore[attr-defined]
+            self.unshare(share_id)
         for user in sorted(members - folder.members):
-            share = self.share(TEAM_OWNER, folder.root.rel_path(), user)  # type: ignore[attr-defined]
+            share = self.share(TEAM_OWNER, folder.root.rel_path(), user)
             share.team_folder, share.target = folder_id, folder.name
         folder.members = set(members)
 
@@ -70,7 +67,7 @@ class TeamFolders:
         for seg in (s for s in path.split("/") if s):
             node = node.children[seg]
         folder.denied.add((node.id, user))
-        self._changed(self.ensure_home(user), content_changed=False)  # type: ignore[attr-defined]
+        self._changed(self.ensure_home(user), content_changed=False)
 
     def delete_team_folder(self, folder_id: int) -> None:
         """``groupfolders:delete``: the folder and its files go, with no file event."""
