@@ -161,6 +161,27 @@ async def test_a_file_moved_in_reaches_the_members_and_moved_out_leaves_them(tea
     await eventually_found(stack, ALICE, "marrowlantern draft", f"file:{file_id}")
 
 
+async def test_an_admin_excludes_the_team_folder_by_its_path_for_every_member(teamed: tuple[Stack, int]) -> None:
+    stack, _ = teamed
+    charter = f"file:{stack.fake.file_id(ALICE, f'{FOLDER}/charter.md')}"
+    before = {member: (await stack.status(member))["sources"]["file"] for member in (ALICE, BOB)}
+    stack.fake.set_admin_setting(APP_ID, "excluded_paths", f"/{FOLDER}/*")
+    try:
+        for member in (ALICE, BOB):
+            in_folder = before[member]["team_folders"][0]["indexed"]
+
+            async def left(member: str = member, in_folder: int = in_folder) -> bool:
+                now = (await stack.status(member))["sources"]["file"]
+                return now["team_folders"][0]["indexed"] == 0 and now["indexed"] == before[member]["indexed"] - in_folder
+
+            await stack.eventually(left, timeout=60)
+            assert charter not in await ids(stack, member, "quillomber charter Thursdays")
+    finally:
+        stack.fake.set_admin_setting(APP_ID, "excluded_paths", "")
+    for member in (ALICE, BOB):
+        await eventually_found(stack, member, "quillomber charter Thursdays", charter, timeout=60)
+
+
 async def test_a_removed_member_and_a_deleted_folder_leave_nothing(teamed: tuple[Stack, int]) -> None:
     """Last in the module: it removes bob and then the folder, and reconciles every 1.5 s."""
     stack, folder_id = teamed
