@@ -102,7 +102,8 @@ async def test_the_first_pass_indexes_the_folder_for_both_members_and_counts_it(
     stack, _ = teamed
     charter = f"file:{stack.fake.file_id(ALICE, f'{FOLDER}/charter.md')}"
     for member in (ALICE, BOB):
-        assert charter in await ids(stack, member, "quillomber charter Thursdays")
+        hits = (await stack.search(member, "quillomber charter Thursdays", limit=10, use_reranking=False))["results"]
+        assert [hit.get("shared_by") for hit in hits if hit["id"] == charter] == ["team folder"]
         status = await stack.status(member)
         assert status["sources"]["file"]["team_folders"] == [
             {"name": FOLDER, "path": f"/{FOLDER}", "id": str(teamed[1]), "indexed": 1}]
