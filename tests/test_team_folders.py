@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_httpx import HTTPXMock
 from stack import APP_ID, Stack
 
 from fake_nextcloud import FakeNextcloud
 from semantic_mcp.documents import DocRef
 from semantic_mcp.indexing.events import plan_event
 from semantic_mcp.indexing.state import IndexState
+from semantic_mcp.nextcloud import NextcloudClient
+from semantic_mcp.sources.team_folders import mount_at, team_folder_mounts
 
 ALICE, BOB, OUTSIDER = "alice", "bob", "admin"  # admin is in no team here: the non-member
 FOLDER = "Team Projects"
@@ -52,6 +55,37 @@ def test_learning_team_folders_says_when_they_changed(tmp_path: Path) -> None:
     assert state.team_folder_members("1") == [BOB]
     assert state.set_team_folders(BOB, {}) is True  # removed from the group: a full listing follows
     assert state.team_folder_members("1") == []
+
+
+# Shaped as Nextcloud 34.0.1 with groupfolders 22.0.6 answers a depth-1 PROPFIND of alice's files root: the team
+# folder's entry as recorded (trimmed), the others with the 404 propstat Sabre gives a prop a node lacks.
+ROOT_ANSWER = b"""<?xml version="1.0"?>
+<d:multistatus xmlns:d="DAV:" xmlns:s="http://sabredav.org/ns" xmlns:oc="http://owncloud.org/ns"
+ xmlns:nc="http://nextcloud.org/ns">
+<d:response><d:href>/remote.php/dav/files/alice/</d:href><d:propstat><d:prop><oc:fileid>2</oc:fileid></d:prop>
+<d:status>HTTP/1.1 200 OK</d:status></d:propstat><d:propstat><d:prop><nc:group-folder-id/></d:prop>
+<d:status>HTTP/1.1 404 Not Found</d:status></d:propstat></d:response>
+<d:response><d:href>/remote.php/dav/files/alice/Documents/</d:href><d:propstat><d:prop><oc:fileid>5</oc:fileid>
+</d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat><d:propstat><d:prop><nc:group-folder-id/></d:prop>
+<d:status>HTTP/1.1 404 Not Found</d:status></d:propstat></d:response>
+<d:response><d:href>/remote.php/dav/files/alice/Team%20Projects/</d:href><d:propstat><d:prop>
+<oc:fileid>223</oc:fileid><nc:group-folder-id>1</nc:group-folder-id></d:prop>
+<d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response>
+</d:multistatus>"""
+
+
+async def test_a_users_team_folders_are_read_from_their_files_root(httpx_mock: HTTPXMock) -> None:
+    httpx_mock.add_response(method="PROPFIND", url="https://cloud.test/remote.php/dav/files/alice/", status_code=207,
+                            content=ROOT_ANSWER)
+    client = NextcloudClient("https://cloud.test", lambda user: {"X-Test-User": user})
+    try:
+        assert await team_folder_mounts(client, ALICE) == {"1": f"/{FOLDER}"}
+    finally:
+        await client.aclose()
+    sent = httpx_mock.get_request()
+    assert sent.headers["Depth"] == "1" and b"<nc:group-folder-id/>" in sent.content
+    assert mount_at({"1": f"/{FOLDER}"}, f"/{FOLDER}/HR/salaries.md") == "1"
+    assert mount_at({"1": f"/{FOLDER}"}, "/Team Projects 2/a.md") is None
 
 
 # --- through the app -------------------------------------------------------------------------------
