@@ -60,7 +60,9 @@ def _members(n: int) -> list[str]:
     return [f"member-{i:03d}" for i in range(n)]
 
 
-def _write(store: VectorStore, keyword: KeywordIndex, user: str, records: list[ChunkRecord], vectors: np.ndarray) -> None:
+def _write(
+    store: VectorStore, keyword: KeywordIndex, user: str, records: list[ChunkRecord], vectors: np.ndarray
+) -> None:
     for i in range(0, len(records), BATCH):
         store.upsert(user, records[i : i + BATCH], vectors[i : i + BATCH])
         keyword.upsert(user, records[i : i + BATCH])

@@ -377,7 +377,8 @@ class FileStore:
             raise DavError(409, "Sabre\\DAV\\Exception\\Conflict", "Cannot move a node into itself")
         source = {"path": self.event_path(node, actor)}
         self._pair_event(
-            "BeforeNodeRenamedEvent", actor, self._ref(node, actor=actor), {"path": f"{self.event_path(parent, actor)}/{name}"}
+            "BeforeNodeRenamedEvent", actor, self._ref(node, actor=actor),
+            {"path": f"{self.event_path(parent, actor)}/{name}"},
         )
         self._detach(node)
         node.name = name

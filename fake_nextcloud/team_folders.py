@@ -53,7 +53,8 @@ class TeamFolderFiles(FileStore):
     def set_team_folder_members(self, folder_id: int, members: set[str]) -> None:
         """``groupfolders:group`` / ``group:adduser`` / ``group:removeuser``: who has the folder now."""
         folder = self.team_folders[folder_id]
-        for share_id in [s.id for s in self.shares.values() if s.team_folder == folder_id and s.recipient not in members]:
+        leaving = [s.id for s in self.shares.values() if s.team_folder == folder_id and s.recipient not in members]
+        for share_id in leaving:
             self.unshare(share_id)
         for user in sorted(members - folder.members):
             share = self.share(TEAM_OWNER, folder.root.rel_path(), user)

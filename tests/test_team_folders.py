@@ -207,7 +207,8 @@ async def test_an_admin_excludes_the_team_folder_by_its_path_for_every_member(te
 
             async def left(member: str = member, in_folder: int = in_folder) -> bool:
                 now = (await stack.status(member))["sources"]["file"]
-                return now["team_folders"][0]["indexed"] == 0 and now["indexed"] == before[member]["indexed"] - in_folder
+                expected = before[member]["indexed"] - in_folder
+                return now["team_folders"][0]["indexed"] == 0 and now["indexed"] == expected
 
             await stack.eventually(left, timeout=60)
             assert charter not in await ids(stack, member, "quillomber charter Thursdays")
