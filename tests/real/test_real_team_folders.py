@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,41 @@ async def test_a_file_moved_in_reaches_bob_and_moved_out_leaves_him(real: RealSt
     alice.move(f"{FOLDER}/lantern.md", "Drafts/lantern.md")
     assert "lantern.md" not in await real.titles("bob", "marrowlantern draft")  # at once: re-checked as bob
     await real.eventually(lambda: _found(real, "alice", "marrowlantern draft", "lantern.md"), timeout=30)
+
+
+@pytest.fixture
+def rechecks_time_out(real: RealStack) -> Iterator[None]:
+    """What a saturated Nextcloud does to the re-checks of search hits (as in test_real_a_sharer)."""
+    real.stop_exapp()
+    real.env["RECHECK_TIMEOUT_SECONDS"] = "0.000001"
+    real.start_exapp()
+    try:
+        yield
+    finally:
+        real.stop_exapp()
+        del real.env["RECHECK_TIMEOUT_SECONDS"]
+        real.start_exapp()
+
+
+async def test_a_file_denied_after_bob_indexed_it_is_withheld_when_rechecks_time_out(
+    real: RealStack, team: int, rechecks_time_out: None,
+) -> None:
+    """Nextcloud says a team folder's files are owned by whoever looks (oc:owner-id): were they recorded
+    so, an unverifiable hit would be served to bob as his own after an ACL took it from him."""
+    alice = real.user("alice")
+    before = (await _team_folders(real, "bob"))[0]["indexed"]
+    alice.mkdir(f"{FOLDER}/Board")
+    alice.put_file(f"{FOLDER}/Board/vote.md", "Glimmerquay board vote: the merger is approved unanimously.")
+
+    async def in_bobs_index() -> bool:
+        return (await _team_folders(real, "bob"))[0]["indexed"] == before + 1
+
+    await real.eventually(in_bobs_index, timeout=60)  # the status needs no re-check: bob has it indexed
+    real.nc.occ("groupfolders:permissions", str(team), "Board", "--user", "bob", "--", "-read")
+    for _ in range(3):
+        result = await real.search("bob", "glimmerquay board vote merger")
+        assert "vote.md" not in [hit["title"] for hit in result["results"]]
+    assert any("withheld" in note for note in result["notes"]), result["notes"]
 
 
 async def test_a_removed_member_and_a_deleted_folder_leave_nothing(real: RealStack, team: int) -> None:
