@@ -78,49 +78,56 @@ def _renamed(records: list[ChunkRecord], prefix: str) -> list[ChunkRecord]:
     return out
 
 
-def run_layout(layout: str, args: argparse.Namespace) -> dict[str, float]:
+def build(layout: str, args: argparse.Namespace, where: Path) -> dict[str, float]:
+    """Write the layout into ``where`` (a process of its own, so the next one opens it cold)."""
     rng = np.random.default_rng(7)
-    shared, shared_vectors, queries = synthetic(args.files * args.chunks_per_file, rng)
+    shared, shared_vectors, _ = synthetic(args.files * args.chunks_per_file, rng)
     own, own_vectors, _ = synthetic(args.own, rng)
+    store = VectorStore.embedded(where / "chroma", FixedEmbedder.model_id, DIM)
+    keyword = KeywordIndex(where / "keyword.db")
+    started = time.perf_counter()
+    if layout == "once":
+        _write(store, keyword, FOLDER, shared, shared_vectors)
+    for member in _members(args.members):
+        _write(store, keyword, member, _renamed(own, "-own"), own_vectors)
+        if layout == "per-member":
+            _write(store, keyword, member, shared, shared_vectors)
+    chunks = len(shared) * (args.members if layout == "per-member" else 1) + len(own) * args.members
+    return {"chunks": chunks, "build_s": time.perf_counter() - started}
+
+
+def measure(layout: str, args: argparse.Namespace, where: Path) -> dict[str, float]:
+    """Open what :func:`build` wrote in a fresh process: the memory every member's first search adds
+    (Chroma caches clients per path, so a second client in the building process would not load it
+    again), then a member's hybrid search p50/p95."""
+    rng = np.random.default_rng(7)
+    shared_vectors = synthetic(args.files * args.chunks_per_file, rng)[1]
+    queries = synthetic(200, np.random.default_rng(8))[2]
     members = _members(args.members)
-    with tempfile.TemporaryDirectory() as tmp:
-        store = VectorStore.embedded(Path(tmp) / "chroma", FixedEmbedder.model_id, DIM)
-        keyword = KeywordIndex(Path(tmp) / "keyword.db")
+    query_vector = shared_vectors[0] + 0.1 * rng.standard_normal(DIM).astype(np.float32)
+    store = VectorStore.embedded(where / "chroma", FixedEmbedder.model_id, DIM)
+    keyword = KeywordIndex(where / "keyword.db")
+    retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector))
+    retriever.search_sync("nobody", queries[0], 10)  # Chroma's own start-up is not the layout's
+    before = _rss_mb()
+    for member in [*members, *([FOLDER] if layout == "once" else [])]:
+        retriever.search_sync(member, queries[0], 10)
+    opened = _rss_mb() - before
+
+    def search(member: str, query: str) -> list:
+        hits = retriever.search_sync(member, query, 10)
+        if layout == "once":
+            hits = sorted(hits + retriever.search_sync(FOLDER, query, 10), key=lambda c: -c.score)[:10]
+        return hits
+
+    who = rng.integers(0, len(members), size=len(queries))
+    times = []
+    for query, i in zip(queries, who, strict=True):
         started = time.perf_counter()
-        if layout == "once":
-            _write(store, keyword, FOLDER, shared, shared_vectors)
-        for member in members:
-            _write(store, keyword, member, _renamed(own, "-own"), own_vectors)
-            if layout == "per-member":
-                _write(store, keyword, member, shared, shared_vectors)
-        build_seconds = time.perf_counter() - started
-        del store  # measure memory from a fresh client: what a restarted server holds once everyone searched
-        store = VectorStore.embedded(Path(tmp) / "chroma", FixedEmbedder.model_id, DIM)
-        query_vector = shared_vectors[0] + 0.1 * rng.standard_normal(DIM).astype(np.float32)
-        retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector))
-        before = _rss_mb()
-        for member in members:
-            retriever.search_sync(member, queries[0], 10)
-        if layout == "once":
-            retriever.search_sync(FOLDER, queries[0], 10)
-        opened = _rss_mb() - before
-
-        def search(member: str, query: str) -> list:
-            hits = retriever.search_sync(member, query, 10)
-            if layout == "once":
-                hits = sorted(hits + retriever.search_sync(FOLDER, query, 10), key=lambda c: -c.score)[:10]
-            return hits
-
-        who = rng.integers(0, len(members), size=len(queries))
-        times = []
-        for query, i in zip(queries, who, strict=True):
-            started = time.perf_counter()
-            search(members[i], query)
-            times.append(1000 * (time.perf_counter() - started))
-        p50, p95 = np.percentile(times, [50, 95])
-        chunks = len(shared) * (len(members) if layout == "per-member" else 1) + len(own) * len(members)
-        return {"chunks": chunks, "disk_mb": _disk_mb(Path(tmp)), "memory_mb": opened, "p50_ms": p50, "p95_ms": p95,
-                "build_s": build_seconds}
+        search(members[i], query)
+        times.append(1000 * (time.perf_counter() - started))
+    p50, p95 = np.percentile(times, [50, 95])
+    return {"disk_mb": _disk_mb(where), "memory_mb": opened, "p50_ms": p50, "p95_ms": p95}
 
 
 def main() -> None:
@@ -129,23 +136,32 @@ def main() -> None:
     parser.add_argument("--chunks-per-file", type=int, default=2)
     parser.add_argument("--members", type=int, default=100)
     parser.add_argument("--own", type=int, default=200)
-    parser.add_argument("--layout", choices=("per-member", "once"), help="run one layout (the bench runs each alone)")
+    parser.add_argument("--layouts", default="once,per-member", help="which layouts to run, comma-separated")
+    parser.add_argument("--layout", choices=("per-member", "once"), help=argparse.SUPPRESS)  # one step, in a child
+    parser.add_argument("--step", choices=("build", "measure"), help=argparse.SUPPRESS)
+    parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.layout:
-        print(json.dumps(run_layout(args.layout, args)))
+    if args.step:
+        print(json.dumps((build if args.step == "build" else measure)(args.layout, args, args.dir)))
         return
     load_at_start = os.getloadavg()[0]
     rows = {}
-    for layout in ("once", "per-member"):
-        command = [sys.executable, __file__, "--layout", layout, "--files", str(args.files), "--chunks-per-file",
-                   str(args.chunks_per_file), "--members", str(args.members), "--own", str(args.own)]
-        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-        rows[layout] = json.loads(out.strip().splitlines()[-1])
+    for layout in args.layouts.split(","):
+        rows[layout] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for step in ("build", "measure"):
+                command = [sys.executable, __file__, "--layout", layout, "--step", step, "--dir", tmp,
+                           "--files", str(args.files), "--chunks-per-file", str(args.chunks_per_file),
+                           "--members", str(args.members), "--own", str(args.own)]
+                out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                rows[layout].update(json.loads(out.strip().splitlines()[-1]))
     print(f"A team folder of {args.files:,} files ({args.files * args.chunks_per_file:,} chunks) shared by "
           f"{args.members} members, each with {args.own} chunks of their own; SYNTHETIC vectors and words\n")
     print("| Layout | chunks stored | disk MB | memory MB (all members' collections open) | member search p50 ms | "
           "p95 ms | build s |\n|---|---|---|---|---|---|---|")
     for layout, name in (("per-member", "one copy per member (today)"), ("once", "stored once (ADR 0351)")):
+        if layout not in rows:
+            continue
         r = rows[layout]
         print(f"| {name} | {r['chunks']:,} | {r['disk_mb']:,.0f} | {r['memory_mb']:,.0f} | {r['p50_ms']:.1f} | "
               f"{r['p95_ms']:.1f} | {r['build_s']:.0f} |")
