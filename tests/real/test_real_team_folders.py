@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -116,20 +115,6 @@ async def test_a_file_moved_in_reaches_bob_and_moved_out_leaves_him(real: RealSt
     alice.move(f"{FOLDER}/lantern.md", "Drafts/lantern.md")
     assert "lantern.md" not in await real.titles("bob", "marrowlantern draft")  # at once: re-checked as bob
     await real.eventually(lambda: _found(real, "alice", "marrowlantern draft", "lantern.md"), timeout=30)
-
-
-@pytest.fixture
-def rechecks_time_out(real: RealStack) -> Iterator[None]:
-    """What a saturated Nextcloud does to the re-checks of search hits (as in test_real_a_sharer)."""
-    real.stop_exapp()
-    real.env["RECHECK_TIMEOUT_SECONDS"] = "0.000001"
-    real.start_exapp()
-    try:
-        yield
-    finally:
-        real.stop_exapp()
-        del real.env["RECHECK_TIMEOUT_SECONDS"]
-        real.start_exapp()
 
 
 async def test_a_file_denied_after_bob_indexed_it_is_withheld_when_rechecks_time_out(
