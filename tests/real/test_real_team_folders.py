@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,23 @@ def _install_team_folders(real: RealStack) -> int:
     for member in ("alice", "bob"):
         nc.occ("group:adduser", "team", member)
     folder_id = int(nc.occ("groupfolders:create", FOLDER).strip())
-    nc.occ("groupfolders:group", str(folder_id), "team", "write", "share", "delete")
+    for _ in range(3):  # seen once: the members did not get the folder (nc-kit's SQLite, busy); giving it again did
+        nc.occ("groupfolders:group", str(folder_id), "team", "write", "share", "delete")
+        if all(_sees_within(real, member, FOLDER, seconds=10) for member in ("alice", "bob")):
+            break
+    else:
+        raise AssertionError(f"alice and bob never saw the team folder {FOLDER!r}")
     nc.occ("groupfolders:permissions", str(folder_id), "--enable")
     return folder_id
+
+
+def _sees_within(real: RealStack, user: str, path: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not real.user(user).exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 @pytest.fixture(scope="module")
