@@ -116,7 +116,9 @@ async def test_the_acl_denied_subfolder_never_reaches_bob_or_admin_under_load(re
     for (user, query), titles in zip(searches, results, strict=True):
         if user in OUTSIDERS:
             assert SECRET[0] not in titles, (user, query, titles)
-    assert any(SECRET[0] in titles for (user, _), titles in zip(searches, results, strict=True) if user == "alice")
+    # Alice may have had hers withheld in that burst (re-checks that time out withhold team-folder hits for
+    # every member, ADR 0350); searching alone, she finds it: the others' results were not empty by chance.
+    await real.eventually(lambda: _found(real, "alice", queries[0], SECRET[0]), timeout=30)
 
 
 async def test_a_file_moved_in_reaches_bob_and_moved_out_leaves_him(real: RealStack, team: int) -> None:
