@@ -68,8 +68,9 @@ def tags_xml(tags: list[Tag]) -> Raw:
 
 
 def node_props(nc: State, uid: str, node: Node) -> dict[Prop, Any]:
-    received = node.owner != uid
-    shared_out = any(s.node is node for s in nc.files.shares.values())
+    team_folder = nc.files.team_folder_of(node)
+    received = node.owner != uid and team_folder is None
+    shared_out = any(s.node is node and not s.team_folder for s in nc.files.shares.values())
     perms = ("S" if received else "") + ("RGDNVCK" if node.is_dir else "RGDNVW")
     props: dict[Prop, Any] = {
         P("d:getlastmodified"): http_date(node.mtime),
@@ -80,8 +81,8 @@ def node_props(nc: State, uid: str, node: Node) -> dict[Prop, Any]:
         P("oc:permissions"): perms,
         P("oc:size"): node.size,
         P("oc:favorite"): int(node.favorite),
-        P("oc:owner-id"): node.owner,
-        P("oc:owner-display-name"): nc.display_name(node.owner),
+        P("oc:owner-id"): uid if team_folder else node.owner,  # a team folder's files are the viewer's
+        P("oc:owner-display-name"): nc.display_name(uid if team_folder else node.owner),
         P("oc:share-types"): Raw("<oc:share-type>0</oc:share-type>" if shared_out else ""),
         P("nc:has-preview"): "false",
         P("nc:is-encrypted"): 0,
@@ -89,6 +90,9 @@ def node_props(nc: State, uid: str, node: Node) -> dict[Prop, Any]:
         P("nc:upload_time"): int(node.mtime),
         P("nc:creation_time"): 0,
     }
+    if team_folder:
+        props[P("nc:group-folder-id")] = team_folder.id
+        props[P("nc:mount-type")] = "group"
     if not node.is_dir:
         props[P("d:getcontenttype")] = node.mimetype
         props[P("d:getcontentlength")] = node.size

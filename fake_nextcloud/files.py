@@ -13,6 +13,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from .clock import Clock
 from .davxml import DavError, not_found
@@ -102,6 +103,7 @@ class Share:
     permissions: int
     stime: int
     target: str
+    team_folder: int = 0  # a team folder's mount (team_folders.py), not a share
 
 
 @dataclass
@@ -170,7 +172,20 @@ class FileStore:
         for node_id in [i for i, n in self.by_id.items() if n.owner == uid or n is home]:
             del self.by_id[node_id]
 
-    def event_path(self, node: Node) -> str:
+    # ---- team folders: none here; team_folders.TeamFolderFiles adds them -------------------------
+
+    def team_folder_of(self, node: Node) -> Any:
+        """The team folder ``node`` lies in (or is), or None."""
+        return None
+
+    def denied_to(self, uid: str, node: Node) -> bool:
+        """Whether an ACL takes read of ``node`` from ``uid``."""
+        return False
+
+    def event_path(self, node: Node, actor: str | None = None) -> str:
+        """The node's path in events: its owner's, or in a team folder the writer's (``actor``)."""
+        if actor and self.team_folder_of(node) is not None and (seen := self.user_path(actor, node)) is not None:
+            return f"/{actor}/files/{seen}"
         rel = node.rel_path()
         return f"/{node.owner}/files" + (f"/{rel}" if rel else "")
 
@@ -181,6 +196,8 @@ class FileStore:
         """Where ``uid`` sees ``node`` (relative to their home), or None if they cannot see it."""
         if node.owner == uid and (node is self.homes.get(uid) or self.homes.get(uid) in node.ancestors()):
             return node.rel_path()
+        if self.denied_to(uid, node):
+            return None
         for share in self.mounts(uid).values():
             if share.node is node:
                 return share.target
@@ -195,7 +212,7 @@ class FileStore:
             child = node.children.get(seg) if node.is_dir else None
             if child is None and i == 0 and seg in self.mounts(uid):
                 child = self.mounts(uid)[seg].node
-            if child is None:
+            if child is None or self.denied_to(uid, child):
                 raise not_found(f"File with name /{'/'.join(walked)}/{seg} could not be located")
             walked.append(seg)
             node = child
@@ -239,14 +256,14 @@ class FileStore:
                 home.mtime = max(home.mtime, now)
                 home.etag = self._dir_etag()
 
-    def _ref(self, node: Node | None, path: str | None = None) -> dict:
+    def _ref(self, node: Node | None, path: str | None = None, actor: str | None = None) -> dict:
         """Serialize a node as webhook_listeners does: no id for a node that does not exist."""
         if node is None:
             return {"path": path}
-        return {"id": node.id, "path": self.event_path(node)}
+        return {"id": node.id, "path": self.event_path(node, actor)}
 
     def _node_event(self, name: str, actor: str, node: Node | None, path: str | None = None) -> None:
-        self._emit(NODE_EVENT + name, actor, {"node": self._ref(node, path)})
+        self._emit(NODE_EVENT + name, actor, {"node": self._ref(node, path, actor)})
 
     def _pair_event(self, name: str, actor: str, source: dict, target: dict) -> None:
         self._emit(NODE_EVENT + name, actor, {"source": source, "target": target})
@@ -268,7 +285,7 @@ class FileStore:
             self._changed(existing)
             self._node_event("NodeWrittenEvent", actor, existing)
             return existing, False
-        new_path = f"{self.event_path(parent)}/{name}"
+        new_path = f"{self.event_path(parent, actor)}/{name}"
         self._node_event("BeforeNodeCreatedEvent", actor, None, new_path)
         self._node_event("BeforeNodeWrittenEvent", actor, None, new_path)
         node = self._attach(parent, self._new_node(parent.owner, name, False, content))
@@ -296,7 +313,7 @@ class FileStore:
             raise DavError(
                 405, "Sabre\\DAV\\Exception\\MethodNotAllowed", "The resource you tried to create already exists"
             )
-        self._node_event("BeforeNodeCreatedEvent", actor, None, f"{self.event_path(parent)}/{name}")
+        self._node_event("BeforeNodeCreatedEvent", actor, None, f"{self.event_path(parent, actor)}/{name}")
         node = self._attach(parent, self._new_node(parent.owner, name, True))
         self._node_event("NodeCreatedEvent", actor, node)
         return node
@@ -306,7 +323,7 @@ class FileStore:
         walked = ""
         for seg in (s for s in path.split("/") if s):
             walked = f"{walked}/{seg}"
-            node = node.children.get(seg) or self.mkdir(uid, walked, actor)
+            node = self.find(uid, walked) or self.mkdir(uid, walked, actor)  # a received mount counts
         return node
 
     def delete(self, uid: str, path: str, actor: str | None = None) -> None:
@@ -320,7 +337,7 @@ class FileStore:
             del self.shares[mount.id]
             self._changed(self.homes[uid], content_changed=False)
             return
-        event_path = self.event_path(node)
+        event_path = self.event_path(node, actor)
         self._node_event("BeforeNodeDeletedEvent", actor, node)
         location = node.parent.rel_path()
         self._detach(node)
@@ -358,9 +375,10 @@ class FileStore:
         parent, name, created = self._prepare_target(uid, dest, overwrite, actor)
         if parent is node or node in parent.ancestors():
             raise DavError(409, "Sabre\\DAV\\Exception\\Conflict", "Cannot move a node into itself")
-        source = {"path": self.event_path(node)}
+        source = {"path": self.event_path(node, actor)}
         self._pair_event(
-            "BeforeNodeRenamedEvent", actor, self._ref(node), {"path": f"{self.event_path(parent)}/{name}"}
+            "BeforeNodeRenamedEvent", actor, self._ref(node, actor=actor),
+            {"path": f"{self.event_path(parent, actor)}/{name}"},
         )
         self._detach(node)
         node.name = name
@@ -368,7 +386,7 @@ class FileStore:
         for n in node.walk():
             n.owner = parent.owner
         self._attach(parent, node)
-        self._pair_event("NodeRenamedEvent", actor, source, self._ref(node))
+        self._pair_event("NodeRenamedEvent", actor, source, self._ref(node, actor=actor))
         return node, created
 
     def copy(
@@ -377,12 +395,12 @@ class FileStore:
         actor = actor or uid
         node = self.resolve(uid, src)
         parent, name, created = self._prepare_target(uid, dest, overwrite, actor)
-        target_path = f"{self.event_path(parent)}/{name}"
-        self._pair_event("BeforeNodeCopiedEvent", actor, self._ref(node), {"path": target_path})
+        target_path = f"{self.event_path(parent, actor)}/{name}"
+        self._pair_event("BeforeNodeCopiedEvent", actor, self._ref(node, actor=actor), {"path": target_path})
         self._node_event("BeforeNodeCreatedEvent", actor, None, target_path)
         self._node_event("BeforeNodeWrittenEvent", actor, None, target_path)
         clone = self._attach(parent, self._clone(node, parent.owner, name))
-        self._pair_event("NodeCopiedEvent", actor, self._ref(node), self._ref(clone))
+        self._pair_event("NodeCopiedEvent", actor, self._ref(node, actor=actor), self._ref(clone, actor=actor))
         self._node_event("NodeCreatedEvent", actor, clone)
         self._node_event("NodeWrittenEvent", actor, clone)
         return clone, created
@@ -399,7 +417,7 @@ class FileStore:
 
     def children(self, uid: str, node: Node) -> list[tuple[str, Node]]:
         """(name, node) pairs as ``uid`` sees the folder: the home also lists received shares."""
-        items = list(node.children.items())
+        items = [(name, child) for name, child in node.children.items() if not self.denied_to(uid, child)]
         if node is self.homes.get(uid):
             items += [(name, share.node) for name, share in self.mounts(uid).items()]
         return sorted(items, key=lambda item: item[0])

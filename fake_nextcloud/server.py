@@ -300,6 +300,25 @@ class FakeNextcloud:
         with self.state.lock:
             self.state.files.unshare(share_id)
 
+    def create_team_folder(self, name: str, members: set[str]) -> int:
+        """A team folder given to ``members`` (see team_folders.py); returns its id."""
+        with self.state.lock:
+            folder = self.state.files.create_team_folder(name)
+            self.state.files.set_team_folder_members(folder.id, members)
+            return folder.id
+
+    def set_team_folder_members(self, folder_id: int, members: set[str]) -> None:
+        with self.state.lock:
+            self.state.files.set_team_folder_members(folder_id, members)
+
+    def deny_team_folder_read(self, folder_id: int, path: str, user: str) -> None:
+        with self.state.lock:
+            self.state.files.deny_read(folder_id, path, user)
+
+    def delete_team_folder(self, folder_id: int) -> None:
+        with self.state.lock:
+            self.state.files.delete_team_folder(folder_id)
+
     def create_tag(self, name: str) -> int:
         with self.state.lock:
             return self.state.files.create_tag(name).id

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .clock import Clock
 from .deck import Deck
 from .exapps import ExApp
-from .files import FileStore
+from .team_folders import TeamFolderFiles
 from .groupware import Groupware
 from .notes import Notes
 from .access_log import AccessLog
@@ -70,7 +70,7 @@ class State:
             clock=clock,
             delay=webhook_delay,
         )
-        self.files = FileStore(self.emit, lambda: next(file_ids), clock)
+        self.files = TeamFolderFiles(self.emit, lambda: next(file_ids), clock)
         self.groupware = Groupware(self.emit, self.display_name, clock)
         self.deck = Deck(self.emit, self.display_name, lambda: self.deck_webhooks_supported, clock)
         self.notes = Notes(self.files)

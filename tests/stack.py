@@ -52,9 +52,13 @@ class Stack(McpHarness):
     def flush_events(self, timeout: float) -> None:
         self.fake.webhooks.flush(timeout)
 
-    def start(self) -> Stack:
+    def start(self, before_app: Callable[[FakeNextcloud], None] | None = None) -> Stack:
+        """Start the fake, seed it, let ``before_app`` add to it, then register the app and wait for
+        its first indexing pass (which then sees what ``before_app`` made)."""
         self.fake.start()
         seed(self.fake, self.profile)
+        if before_app:
+            before_app(self.fake)
         self.start_exapp()
         self.fake.register_exapp(
             APP_ID, self.exapp.url, self.exapp.secret, app_version(), routes_from_info_xml(), exapp_host=PUBLIC_HOST

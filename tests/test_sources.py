@@ -147,17 +147,24 @@ def serve_search(httpx_mock: HTTPXMock, answer: bytes, **options: Any) -> None:
     httpx_mock.add_response(method="SEARCH", url=f"{BASE}/remote.php/dav/", status_code=207, content=answer, **options)
 
 
+def serve_no_team_folders(httpx_mock: HTTPXMock) -> None:
+    """The depth-1 PROPFIND a files listing makes for the user's team folders (ADR 0350): none here."""
+    httpx_mock.add_response(method="PROPFIND", url=f"{BASE}/remote.php/dav/files/alice/", status_code=207,
+                            content=b'<?xml version="1.0"?><d:multistatus xmlns:d="DAV:"/>', is_reusable=True)
+
+
 async def test_files_full_listing_leaves_out_folders_notes_and_types_without_text(
     nc: NextcloudClient, httpx_mock: HTTPXMock
 ) -> None:
     httpx_mock.add_response(method="SEARCH", url=f"{BASE}/remote.php/dav/", **recording("webdav_search"))
+    serve_no_team_folders(httpx_mock)
     listing = await FilesSource().list_changes(nc, "alice", None, full=True)
     # 20/21/27/29 are folders, 22 and 43 notes, 28 a JPEG
     assert listing.items == {"30": "40c9b645ba4ebc5d5431eda48e7d6832", "55": "350ff75c63d7a15029dc69da6f216d6c"}
     assert listing.complete
     newest = http_date_to_ts("Sun, 22 Nov 2026 10:00:18 GMT")
     assert listing.cursor == str(min(newest, int(time.time())))
-    sent = search_body(httpx_mock.get_request())
+    sent = search_body(httpx_mock.get_request(method="SEARCH"))
     assert "<d:href>/files/alice</d:href><d:depth>infinity</d:depth>" in sent
     assert "<d:gte><d:prop><d:getlastmodified/></d:prop><d:literal>0</d:literal></d:gte>" in sent
     assert "<nc:system-tags/>" in sent
@@ -165,15 +172,17 @@ async def test_files_full_listing_leaves_out_folders_notes_and_types_without_tex
 
 async def test_files_incremental_listing_is_not_complete(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     serve_search(httpx_mock, search_answer("55"))
+    serve_no_team_folders(httpx_mock)
     listing = await FilesSource().list_changes(nc, "alice", "1795341000", full=False)
     assert listing.items == {"55": "350ff75c63d7a15029dc69da6f216d6c"}
     assert not listing.complete
-    assert "<d:literal>1795341000</d:literal>" in search_body(httpx_mock.get_request())
+    assert "<d:literal>1795341000</d:literal>" in search_body(httpx_mock.get_request(method="SEARCH"))
 
 
 async def test_files_exclusions_by_path_and_tag(nc: NextcloudClient, httpx_mock: HTTPXMock) -> None:
     answer = search_answer(extra={"30": TAG.format("No-AI")})
     serve_search(httpx_mock, answer, is_reusable=True)
+    serve_no_team_folders(httpx_mock)
     tagged_out = FilesSource(SourceOptions(excluded_tag="no-ai"))
     assert set((await tagged_out.list_changes(nc, "alice", None, full=True)).items) == {"55"}
     path_out = FilesSource(SourceOptions(excluded_paths=("testdir/worker-*",), excluded_tag=""))

@@ -26,6 +26,7 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
         }
         for doc_type in DOC_TYPES
     }
+    sources["file"]["team_folders"] = team_folder_status(engine, user)
     health = engine.health.snapshot()
     return {
         "user": user,
@@ -56,6 +57,15 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
         # The PHP companion app (search bar, one-request re-checks): whether Nextcloud has it enabled.
         "companion_app": engine.verifier.companion.status() if engine.verifier.companion else {"state": "not used"},
     }
+
+
+def team_folder_status(engine: Engine, user: str) -> list[dict[str, Any]]:
+    """The user's team folders and how many of their indexed files lie in each: the files are counted
+    in ``indexed`` once for every member who sees them, and this says which of those are shared."""
+    mounts = engine.state.team_folders(user)
+    return [{"name": mount.lstrip("/"), "path": mount, "id": folder_id,
+             "indexed": sum(doc.ref.doc_type == "file" for doc in engine.state.under_location(user, mount))}
+            for folder_id, mount in sorted(mounts.items(), key=lambda item: item[1])]
 
 
 @dataclass

@@ -75,3 +75,17 @@ def frequent_reconciliation(real: RealStack) -> Iterator[None]:
     real.set_admin_field("reconcile_interval_minutes", 0.05)
     yield
     real.set_admin_field("reconcile_interval_minutes", 15)
+
+
+@pytest.fixture
+def rechecks_time_out(real: RealStack) -> Iterator[None]:
+    """Re-checks of search hits time out, which is what a saturated Nextcloud does to them (ADR 0010)."""
+    real.stop_exapp()
+    real.env["RECHECK_TIMEOUT_SECONDS"] = "0.000001"
+    real.start_exapp()
+    try:
+        yield
+    finally:
+        real.stop_exapp()
+        del real.env["RECHECK_TIMEOUT_SECONDS"]
+        real.start_exapp()

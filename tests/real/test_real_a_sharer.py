@@ -8,7 +8,6 @@ enough) it was served to him, also after alice ended the share. Here re-checks a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -43,19 +42,6 @@ def share_id(real: RealStack) -> int:
 async def _bobs_hit(real: RealStack) -> dict | None:
     hits = (await real.search("bob", QUERY))["results"]
     return next((h for h in hits if h["title"] == NOTE[0] and h["doc_type"] == "note"), None)
-
-
-@pytest.fixture
-def rechecks_time_out(real: RealStack) -> Iterator[None]:
-    real.stop_exapp()
-    real.env["RECHECK_TIMEOUT_SECONDS"] = "0.000001"
-    real.start_exapp()
-    try:
-        yield
-    finally:
-        real.stop_exapp()
-        del real.env["RECHECK_TIMEOUT_SECONDS"]
-        real.start_exapp()
 
 
 async def test_a_writable_note_shared_with_bob_names_alice_as_its_owner(real: RealStack, share_id: int) -> None:

@@ -6,7 +6,8 @@ version and compares versions), and a delete is only acted on for what the ledge
 pipeline confirms it with Nextcloud first).
 Quirks handled (all observed on Nextcloud 32): NodeDeletedEvent has no id, only a path
 (BeforeNodeDeletedEvent has the id); moving a folder fires one NodeRenamedEvent for the folder
-only; notes are files; calendar deletes arrive as CalendarObjectMovedToTrashEvent.
+only; notes are files; calendar deletes arrive as CalendarObjectMovedToTrashEvent. On Nextcloud
+34 a write into a team folder fires one event, for the writer: its members are found here.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..documents import DocRef, DocType
 from ..sources.files import is_in_notes_folder, is_note_path, user_relative_path
+from ..sources.team_folders import mount_at
 from .state import IndexState
 
 log = logging.getLogger(__name__)
@@ -99,9 +101,13 @@ def _notes_below(state: IndexState, owner: str, rel_path: str, notes_folder: str
     return [doc.ref for doc in state.under_location(owner, category) if doc.ref.doc_type == "note"]
 
 
-def _refresh_everyone(plan: Plan, state: IndexState, owner: str, doc_type: DocType, file_id: int) -> None:
-    """Refresh the owner's document and every other user's copy (shares): each is re-checked as that user."""
-    users = {owner, *state.holders(doc_type, str(file_id))}
+def _refresh_everyone(plan: Plan, state: IndexState, owner: str, rel: str, doc_type: DocType, file_id: int) -> None:
+    """Refresh the owner's document and every other user's copy (shares, and every member of a team
+    folder it is in: the event names the writer alone): each is fetched and checked as that user, so
+    a member an ACL denies gets nothing indexed."""
+    team_folder = mount_at(state.team_folders(owner), rel)
+    members = state.team_folder_members(team_folder) if team_folder else []
+    users = {owner, *state.holders(doc_type, str(file_id)), *members}
     plan.upserts.extend((DocRef(user, doc_type, str(file_id)), None) for user in sorted(users))
 
 
@@ -112,7 +118,7 @@ def _plan_file_event(short: str, event: dict[str, Any], state: IndexState, notes
         if file_id is None or not rel:
             plan.ignored = "no file id or not under files/"
             return plan
-        _refresh_everyone(plan, state, owner, _file_type(rel, notes_folder), file_id)
+        _refresh_everyone(plan, state, owner, rel, _file_type(rel, notes_folder), file_id)
         return plan
 
     if short == "NodeRenamedEvent":
@@ -121,14 +127,16 @@ def _plan_file_event(short: str, event: dict[str, Any], state: IndexState, notes
         plan = Plan(user=owner)
         # A folder move fires one event for the folder only: refresh everything indexed below it.
         for doc in state.under_location(owner, source_rel):
-            if doc.location != source_rel:
-                plan.upserts.append((doc.ref, None))
+            if doc.location != source_rel:  # and the other users' copies: a team folder's members
+                ref = doc.ref
+                plan.upserts.extend((DocRef(user, ref.doc_type, ref.source_id), None)
+                                    for user in sorted({owner, *state.holders(ref.doc_type, ref.source_id)}))
         plan.upserts.extend((ref, None) for ref in _notes_below(state, owner, source_rel, notes_folder))
         if file_id is not None and target_rel:
             new_type = _file_type(target_rel, notes_folder)
             old_type: DocType = "file" if new_type == "note" else "note"
             plan.deletes.append(DocRef(owner, old_type, str(file_id)))  # moved into/out of the notes folder
-            _refresh_everyone(plan, state, owner, new_type, file_id)
+            _refresh_everyone(plan, state, owner, target_rel, new_type, file_id)
         return plan
 
     if short == "BeforeNodeDeletedEvent":

@@ -46,6 +46,11 @@ async def reconcile_source(
     full = force_full or cursor is None or last_full is None or time.time() - last_full >= full_every
     try:
         listing = await source.list_changes(nc, user, None if full else cursor, full=full)
+        if listing.team_folders is not None and state.set_team_folders(user, listing.team_folders) and not full:
+            # A team folder gained, lost (removed from its group, folder deleted) or moved: no event
+            # says so, and only a full listing finds what left with it.
+            log.info("The team folders of %s changed: listing all their files", user)
+            listing = await source.list_changes(nc, user, None, full=True)
     except NextcloudError as exc:
         # Keep the old cursor: the next pass retries the same window.
         log.warning("Reconciling %s for %s failed: %s", doc_type, user, exc)

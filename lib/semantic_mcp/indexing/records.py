@@ -28,6 +28,8 @@ def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
         base["event_end"] = int(doc.event_end)
     if owner := doc.extra.get("owner"):  # decides what an unverifiable hit becomes (search/verify.py)
         base["owner"] = owner
+    if team_folder := doc.extra.get("team_folder"):  # a team folder's file: no owner, shared (ADR 0350)
+        base["team_folder"] = team_folder
     if language := document_language(f"{doc.title}\n{doc.text}"):  # the cross-language offset (ADR 0280)
         base["lang"] = language
     return base

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..documents import DocRef, DocType
+from .team_folder_records import TEAM_FOLDERS_SCHEMA, TeamFolderRecords
 from .turns import Turns
 from .user_records import UserRecords
 
@@ -83,7 +84,7 @@ CREATE TABLE IF NOT EXISTS users (
     account_id TEXT              -- the account's identity when last seen (accounts.py): a new one means a new person
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+""" + TEAM_FOLDERS_SCHEMA
 
 
 @dataclass
@@ -104,7 +105,7 @@ class IndexedDoc:
     chunk_count: int
 
 
-class IndexState(UserRecords):
+class IndexState(UserRecords, TeamFolderRecords):
     """All durable indexing state. Thread-safe: the pipeline calls it from worker threads too."""
 
     def __init__(self, path: Path) -> None:

@@ -7,7 +7,7 @@ import time
 from contextlib import AbstractContextManager
 from typing import Any
 
-_INDEXED_PER_USER = ("tasks", "documents", "skipped", "dead_letters", "refused", "cursors")
+_INDEXED_PER_USER = ("tasks", "documents", "skipped", "dead_letters", "refused", "cursors", "team_folders")
 _PER_USER = (*_INDEXED_PER_USER, "users")
 
 

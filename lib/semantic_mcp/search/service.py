@@ -54,7 +54,8 @@ class SearchHit(BaseModel):
     id: str = Field(description="Stable id of the item: '<doc_type>:<source id>'")
     shared_by: str | None = Field(None, description=(
         "Who owns the item when it is not the caller: the owner's Nextcloud user id (someone shared it with "
-        "you; its text was written by them), or 'unknown'. Absent for your own items"))
+        "you; its text was written by them), 'team folder' for a file in a team folder, or 'unknown'. Absent for "
+        "your own items"))
 
 
 # The two search tools' structured results (lib/semantic_mcp/search_tools.py).
@@ -275,7 +276,10 @@ class SearchService:
 
 
 def shared_by(metadata: Any, user: str) -> str | None:
-    """The owner of an item when it is not ``user`` ("unknown" when the index does not know it)."""
+    """The owner of an item when it is not ``user`` ("unknown" when the index does not know it; "team
+    folder" for a file in one, which every member may have written: ADR 0350)."""
+    if isinstance(metadata, dict) and metadata.get("team_folder"):
+        return "team folder"
     owner = metadata.get("owner") if isinstance(metadata, dict) else None
     return None if owner == user else (str(owner) if owner else "unknown")
 

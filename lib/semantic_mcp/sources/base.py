@@ -44,6 +44,9 @@ class Listing:
     # What the listing already learned about a document that fetch would otherwise ask for again
     # (a file's metadata, a card with its board): JSON-able, carried in the document's task (ADR 0530).
     known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The user's team folders (folder id -> mount point), for sources that learn them (files): a
+    # change asks for a full listing, as a folder gained or lost sends no event.
+    team_folders: dict[str, str] | None = None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
 from .extract import NeedsOcr, OcrOptions, UnsupportedContent, content_kind
 from .extract.ocr import READ_OCR_PAGES, READ_OCR_SECONDS
 from .parser_process import ParserFailed, run_parser
+from .team_folders import team_folder_mounts
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files
 _PROPS = (
@@ -48,6 +49,7 @@ _PROPS = (
     "d:resourcetype",
     "nc:system-tags",
     "oc:owner-id",
+    "nc:group-folder-id",  # set inside a team folder (groupfolders), the same for every member
 )
 
 
@@ -135,6 +137,7 @@ class FileInfo:
     tags: tuple[str, ...]
     is_folder: bool
     owner: str  # the account that owns the file: another user's for a file shared with this one
+    team_folder: str = ""  # the team folder's id for a file in one (its owner-id is then the viewer's own)
 
     @property
     def name(self) -> str:
@@ -143,14 +146,15 @@ class FileInfo:
     def carried(self) -> dict[str, Any]:
         """What a task carries of it (ADR 0530): a listed file is never a folder, its id is the task's."""
         return {"path": self.path, "etag": self.etag, "modified": self.modified, "mime": self.mime,
-                "size": self.size, "tags": list(self.tags), "owner": self.owner}
+                "size": self.size, "tags": list(self.tags), "owner": self.owner, "team_folder": self.team_folder}
 
     @classmethod
     def from_carried(cls, file_id: str, listed: Mapping[str, Any] | None) -> FileInfo | None:
         """Back from :meth:`carried`; None without it, or when it is not what carried wrote."""
         try:
             return cls(file_id, str(listed["path"]), str(listed["etag"]), int(listed["modified"]), str(listed["mime"]),
-                       int(listed["size"]), tuple(map(str, listed["tags"])), False, str(listed["owner"])) if listed else None
+                       int(listed["size"]), tuple(map(str, listed["tags"])), False, str(listed["owner"]),
+                       str(listed.get("team_folder") or "")) if listed else None
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -168,6 +172,7 @@ class FileInfo:
             tags=tuple(entry.prop_list("nc:system-tags")),
             is_folder=entry.is_collection,
             owner=entry.prop("oc:owner-id") or "",
+            team_folder=entry.prop("nc:group-folder-id") or "",
         )
 
 
@@ -186,6 +191,7 @@ class FilesSource(Source):
         since = 0 if full or not cursor else int(cursor)
         where = f"<d:gte>{prop_xml(['d:getlastmodified'])}<d:literal>{since}</d:literal></d:gte>"
         files = await _search_infos(nc, user, where)
+        mounts = await team_folder_mounts(nc, user)
         newest = max([since, *(info.modified for info in files)])
         listed = [info for info in files if self._exclusion(info) is None]
         return Listing(
@@ -194,6 +200,7 @@ class FilesSource(Source):
             cursor=str(min(newest, int(self.options.clock.time()))),
             locations={info.file_id: info.path for info in listed},
             known={info.file_id: info.carried() for info in listed},
+            team_folders=mounts,
         )
 
     async def fetch(
@@ -247,7 +254,7 @@ class FilesSource(Source):
             version=version,
             link=f"/f/{source_id}",
             location=info.path,
-            extra={"mime": info.mime, "size": str(info.size), **owner_extra(info.owner)},
+            extra={"mime": info.mime, "size": str(info.size), **_sharing_extra(info)},
             tags=info.tags,
             path=info.path,
             sections=tuple((offset + shift, label) for offset, label in extracted.sections),
@@ -303,6 +310,13 @@ class FilesSource(Source):
             return "an image: reading text in images (OCR) is off"
         return None
 
+
+def _sharing_extra(info: FileInfo) -> dict[str, str]:
+    """Who the file belongs to, for search's decision on a hit Nextcloud cannot re-check in time.
+    A team folder's files report the viewer as their owner (``oc:owner-id``), so they are recorded
+    with their team folder instead and no owner: such a hit is withheld, never served unchecked,
+    as a member an ACL has just denied must not see it."""
+    return {"team_folder": info.team_folder} if info.team_folder else owner_extra(info.owner)
 
 
 async def _search_infos(nc: NextcloudClient, user: str, where: str) -> list[FileInfo]:
