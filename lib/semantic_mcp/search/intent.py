@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..documents import DocType
+from .item_fields import Due, read_due
 from .time_words import Direction, Window, read_direction, read_window
 
 # Boosts, as shares of the best candidate's score: a matching cue moves an item past others that
@@ -90,14 +91,16 @@ class QueryIntent:
     direction: Direction | None = None
     window: Window | None = None
     doc_types: tuple[DocType, ...] = ()
+    due: Due | None = None  # overdue cards, or cards due soon, asked for: they come first (item_fields.py)
     # The words that were understood, for the note: what set the direction, the window, the types.
     direction_cues: tuple[str, ...] = ()
     window_cues: tuple[str, ...] = ()
     type_cues: tuple[str, ...] = ()
+    due_cues: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return self.direction is None and self.window is None and not self.doc_types
+        return self.direction is None and self.window is None and not self.doc_types and self.due is None
 
     def refined(self, *, doc_types: Sequence[str] | None, dated: bool) -> QueryIntent:
         """This intent once the client's model analysed the query: its type and date filters already
@@ -120,9 +123,13 @@ class QueryIntent:
             parts.append(f"items dated {self.window.label} favoured")
         if self.doc_types:
             parts.append(f"{' and '.join(t.replace('_', ' ') + 's' for t in self.doc_types)} favoured")
+        if self.due == "overdue":
+            parts.append("cards past their due date and not done first, by due date")
+        elif self.due == "soon":
+            parts.append("cards due within a week and not done first, soonest first")
         if not parts:
             return []
-        words = dict.fromkeys((*self.direction_cues, *self.window_cues, *self.type_cues))
+        words = dict.fromkeys((*self.direction_cues, *self.window_cues, *self.type_cues, *self.due_cues))
         cues = ", ".join(f"'{cue}'" for cue in words)
         return [f"Read from the query ({cues}): {'; '.join(parts)}"]
 
@@ -138,8 +145,11 @@ def read_intent(query: str, now: datetime) -> QueryIntent:
     direction = read_direction(text, words, direction_cues)
     window = read_window(text, words, now, direction, window_cues)
     doc_types = _doc_types(words, type_cues)
-    return QueryIntent(int(now.timestamp()), direction, window, doc_types,
-                       tuple(direction_cues), tuple(window_cues), tuple(type_cues))
+    due, due_cue = read_due(text)
+    if due is not None:  # "past their due date", "due next week": the due dates order them, not the direction
+        direction, direction_cues = None, []
+    return QueryIntent(int(now.timestamp()), direction, window, doc_types, due,
+                       tuple(direction_cues), tuple(window_cues), tuple(type_cues), (due_cue,) if due_cue else ())
 
 
 def _doc_types(words: list[str], cues: list[str]) -> tuple[DocType, ...]:
