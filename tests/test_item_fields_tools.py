@@ -55,3 +55,14 @@ async def test_a_contact_hit_carries_its_email_even_from_the_chunk_that_lacks_it
         plumbers = [hit for hit in found["results"] if hit["title"] == "Dave Miller"]
         assert plumbers, found
         assert "dave@example.test" in plumbers[0]["excerpt"], plumbers[0]
+
+
+@pytest.mark.clock_sensitive
+async def test_fetching_the_weekly_meeting_reports_its_coming_occurrence(dated_stack: Stack) -> None:
+    found = await ask(dated_stack, "nc_semantic_search", "when is the next team meeting")
+    meeting = next(hit for hit in found["results"] if hit["title"] == "Weekly team meeting")
+    page = await dated_stack.call("alice", "nc_get_document", {"id": meeting["id"]})
+    assert not page.is_error, dated_stack.failure(page)
+    read = page.structured_content
+    assert read["event_start"] == meeting["event_start"] and read["event_end"] >= now_iso(dated_stack)
+    assert read["metadata"]["first_start"] < now_iso(dated_stack) and read["metadata"]["following"]
