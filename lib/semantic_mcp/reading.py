@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from .documents import DocType, Skipped, SourceDocument, valid_source_id
 from .nextcloud import NotFound, Transient
+from .search.item_fields import FOLLOWING, at_time
 from .search.service import iso
 from .sources.base import screen
 from .sources.extract import NeedsOcr
@@ -127,6 +128,9 @@ def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_c
             if cut > start:
                 end = cut + len(separator)
                 break
+    # A recurring event at its occurrence under way or next, as search shows it (search/item_fields.py).
+    timed = at_time({**doc.extra, "event_start": doc.event_start, "event_end": doc.event_end},
+                    int(engine.clock.now().timestamp()), FOLLOWING)
     return DocumentPage(
         id=doc_id,
         doc_type=doc.doc_type,
@@ -134,15 +138,23 @@ def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_c
         link=engine.search.absolute_link(doc.link),
         location=doc.location,
         modified=iso(doc.modified),
-        event_start=iso(doc.event_start),
-        event_end=iso(doc.event_end),
-        metadata=dict(doc.extra),
+        event_start=iso(timed.get("event_start")),
+        event_end=iso(timed.get("event_end")),
+        metadata={**doc.extra, **_series(timed)},
         sections=_labels(doc),
         text=text[start:end],
         offset=start,
         next_offset=end if end < len(text) else None,
         total_chars=len(text),
     )
+
+
+def _series(timed: dict[str, Any]) -> dict[str, str]:
+    """A recurring event's first start and its following occurrences, for the page's metadata."""
+    if "first_start" not in timed:
+        return {}
+    return {"first_start": iso(timed["first_start"]) or "",
+            "following": ", ".join(iso(start) or "" for start in timed.get("following", []))}
 
 
 async def read_document(engine: Engine, user: str, doc_id: str, offset: int = 0,

@@ -89,15 +89,16 @@ class NextcloudUser:
     # --- Calendar (CalDAV) ----------------------------------------------------------------------------
 
     def put_event(self, summary: str, start: datetime, *, description: str = "", uid: str | None = None,
-                  calendar: str = "personal") -> str:
-        """Create or replace an event; returns its UID (the object is ``<uid>.ics``)."""
+                  calendar: str = "personal", rrule: str = "") -> str:
+        """Create or replace an event (recurring with ``rrule``, e.g. "FREQ=WEEKLY"); returns its UID (the
+        object is ``<uid>.ics``)."""
         uid = uid or uuid.uuid4().hex
         fmt = "%Y%m%dT%H%M%SZ"
         ics = "\r\n".join([
             "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//semantic_mcp tests//EN", "BEGIN:VEVENT",
             f"UID:{uid}", f"DTSTAMP:{datetime.now(UTC).strftime(fmt)}", f"DTSTART:{start.astimezone(UTC).strftime(fmt)}",
             f"DTEND:{(start + timedelta(hours=1)).astimezone(UTC).strftime(fmt)}", f"SUMMARY:{summary}",
-            f"DESCRIPTION:{description}", "END:VEVENT", "END:VCALENDAR", "",
+            f"DESCRIPTION:{description}", *([f"RRULE:{rrule}"] if rrule else []), "END:VEVENT", "END:VCALENDAR", "",
         ])
         path = f"/remote.php/dav/calendars/{quote(self.user)}/{calendar}/{uid}.ics"
         self._ok(self.http.put(path, content=ics.encode(), headers={"Content-Type": "text/calendar; charset=utf-8"}))
@@ -143,15 +144,17 @@ class NextcloudUser:
         answer = self.http.request("PROPFIND", self.dav_path(path), headers={"Depth": "0"})
         return answer.status_code == 207
 
-    def create_card(self, board_title: str, title: str, description: str = "") -> str:
-        """A new board with one stack holding one card; returns the card's path under the Deck API."""
+    def create_card(self, board_title: str, title: str, description: str = "", duedate: datetime | None = None) -> str:
+        """A new board with one stack holding one card (due at ``duedate``); returns the card's path under the
+        Deck API."""
         board = self._ok(self.http.post(f"{DECK}/boards", json={"title": board_title, "color": "0087c5"},
                                         headers=OCS)).json()
         stack = self._ok(self.http.post(f"{DECK}/boards/{board['id']}/stacks", json={"title": "To do", "order": 1},
                                         headers=OCS)).json()
         card = self._ok(self.http.post(
             f"{DECK}/boards/{board['id']}/stacks/{stack['id']}/cards",
-            json={"title": title, "type": "plain", "order": 1, "description": description}, headers=OCS,
+            json={"title": title, "type": "plain", "order": 1, "description": description,
+                  **({"duedate": duedate.astimezone(UTC).isoformat()} if duedate else {})}, headers=OCS,
         )).json()
         return f"{DECK}/boards/{board['id']}/stacks/{stack['id']}/cards/{card['id']}"
 

@@ -10,6 +10,8 @@ from ..documents import ChunkRecord, DocRef, SourceDocument
 from ..language import document_language
 from .chunking import Chunk, chunk_document
 
+ITEM_FIELDS = ("rrule", "tzid", "done", "email", "phone", "address", "company")
+
 
 def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
     """The metadata every chunk of ``doc`` carries (plus its ``chunk_index``): flat, no None values."""
@@ -30,6 +32,11 @@ def chunk_metadata(doc: SourceDocument) -> dict[str, str | int]:
         base["owner"] = owner
     if team_folder := doc.extra.get("team_folder"):  # a team folder's file: no owner, shared (ADR 0350)
         base["team_folder"] = team_folder
+    # What a search reads from the item's own fields at its own time (search/occurrences.py): a recurring
+    # event's rule, a card's done state, a contact's ways to reach them.
+    for key in ITEM_FIELDS:
+        if value := doc.extra.get(key):
+            base[key] = value
     if language := document_language(f"{doc.title}\n{doc.text}"):  # the cross-language offset (ADR 0280)
         base["lang"] = language
     return base

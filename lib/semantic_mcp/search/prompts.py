@@ -184,6 +184,11 @@ def document_block(
         attrs.append(f'starts="{_fmt_ts(metadata["event_start"])}"')
     if metadata.get("event_end"):
         attrs.append(f'ends="{_fmt_ts(metadata["event_end"])}"')
+    if metadata.get("following"):  # a recurring event's next occurrences after this one (search/item_fields.py)
+        attrs.append(f'then="{", ".join(_fmt_ts(start) for start in metadata["following"])}"')
+    for field in ("email", "phone", "address", "company"):  # a contact's ways to reach them, whatever the chunk
+        if metadata.get("doc_type") == "contact" and metadata.get(field):
+            attrs.append(f"{field}={json.dumps(_escape(str(metadata[field])), ensure_ascii=False)}")
     return f"<document {' '.join(attrs)}>\n{datamark(_escape(text))}\n</document>"
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..filters import SearchFilters
 from .intent import QueryIntent, apply_intent
+from .item_fields import FOLLOWING, at_search_time, due_filters, due_first, reach_line
 from .rerank import Reranker
 from .calibration import UNCALIBRATED, default_cut
 from .retrieval import HybridRetriever
@@ -51,6 +52,8 @@ class SearchHit(BaseModel):
     modified: str | None = Field(None, description="Last change, ISO 8601 UTC")
     event_start: str | None = Field(None, description="Event start or due date, ISO 8601 UTC")
     event_end: str | None = None
+    following: list[str] | None = Field(None, description=(
+        "A recurring event's next occurrences after this one (ISO 8601 UTC), for questions about upcoming ones"))
     id: str = Field(description="Stable id of the item: '<doc_type>:<source id>'")
     shared_by: str | None = Field(None, description=(
         "Who owns the item when it is not the caller: the owner's Nextcloud user id (someone shared it with "
@@ -217,6 +220,12 @@ class SearchService:
             passing = [c for c in candidates if c.score >= cut_off]
         cut_notes = _cut_off_notes(candidates, passing, cut_off, limit)
         candidates = passing
+        if intent is not None and intent.due is not None and (dated := due_filters(filters, intent.due, intent.now)):
+            # Overdue or due-soon cards are found by their due date and done state, whatever the cut-off.
+            found = await self.retriever.search(user, query, wanted, dated, keyword_query=keyword_query)
+            have = {c.doc_key for c in candidates}
+            candidates = due_first([c for c in found if c.doc_key not in have] + candidates, intent.due, intent.now)
+            cut_notes = cut_notes if passing or not candidates else []
         total = len(candidates)
         checked = (await self.verifier.verify(user, candidates) if recheck
                    else Verification(kept=list(candidates), dropped=[], unverified=0))
@@ -226,7 +235,10 @@ class SearchService:
             kept = reranked.candidates
             method += ", re-ranked by a cross-encoder" if reranked.applied else ""
             notes += [reranked.note] if reranked.note else []
-        kept = apply_intent(kept, intent)[:depth]
+        if intent is not None:  # a recurring event at its occurrence under way or next, at the search's clock
+            kept = at_search_time(kept, intent.now, FOLLOWING if intent.direction == "upcoming" else 0)
+            kept = due_first(apply_intent(kept, intent), intent.due, intent.now)
+        kept = kept[:depth]
         notes.extend(intent.notes() if intent is not None else [])
         notes.extend(cut_notes)
         if checked.dropped:
@@ -261,7 +273,7 @@ class SearchService:
             shared_by=shared_by(meta, user),
             doc_type=str(meta.get("doc_type", "")),
             title=str(meta.get("title", "")),
-            excerpt=excerpt(candidate.text, query),
+            excerpt=_with_reach(excerpt(candidate.text, query), meta, query),
             score=round(float(candidate.score), 4),
             similarity=round(float(candidate.dense_score), 4) if candidate.dense_score is not None else None,
             keyword_match=round(float(candidate.coverage), 4) if candidate.coverage is not None else None,
@@ -271,8 +283,15 @@ class SearchService:
             modified=iso(meta.get("modified")),
             event_start=iso(meta.get("event_start")),
             event_end=iso(meta.get("event_end")),
+            following=[iso(start) or "" for start in meta["following"]] if meta.get("following") else None,
             id=candidate.doc_key,
         )
+
+
+def _with_reach(shown: str, metadata: dict[str, Any], query: str) -> str:
+    """The excerpt, with a contact's fields the question asks for when it does not show them (item_fields.py)."""
+    line = reach_line(metadata, query, shown)
+    return f"{shown} — {line}" if line else shown
 
 
 def shared_by(metadata: Any, user: str) -> str | None:

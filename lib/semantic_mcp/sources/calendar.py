@@ -142,8 +142,12 @@ def _event_document(
     )
     extra = {"uid": str(event.get("UID") or "")}
     categories = event.get("CATEGORIES")
-    if rule and start and (next_time := _next_occurrence(rule, start, now)):
+    if rule and start and (next_time := next_occurrence(rule, start, now)):
         extra["next_occurrence"] = next_time.isoformat()
+    if rule and start:  # a search computes the occurrence under way or next at its own time (search/occurrences.py)
+        extra["rrule"] = rule.to_ical().decode()
+        if zone := _zone_name(event, start):
+            extra["tzid"] = zone
     return SourceDocument(
         doc_type="calendar_event",
         source_id=source_id,
@@ -273,7 +277,7 @@ MAX_INSTANCES = 20_000
 HORIZON = timedelta(days=366 * 5)  # no "next occurrence" hint further ahead (a 29 February is within it)
 
 
-def _next_occurrence(rule: Any, start: date, now: datetime) -> datetime | None:
+def next_occurrence(rule: Any, start: date, now: datetime) -> datetime | None:
     """The first occurrence after ``now`` within :data:`HORIZON`, if it is among the first
     :data:`MAX_INSTANCES` of the rule; None otherwise (and for sub-daily rules).
 

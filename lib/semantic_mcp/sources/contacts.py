@@ -151,6 +151,9 @@ def document_from_vcard(
     heading, note = f"Contact: {name}", "\n".join(prop.text() for prop in values("NOTE"))
     if not index_examples and is_contact_example(props, note):
         return Skipped("contact", source_id, EXAMPLE_CONTACT_REASON, version=strip_etag(etag))
+    # The ways to reach them, also carried by every chunk: a hit answers "how do I reach ..." itself.
+    reach = {"email": emails, "phone": _typed(values("TEL")),
+             "address": "; ".join(_address(prop) for prop in values("ADR")), "company": organization}
     text = compose_text(
         heading,
         [
@@ -158,8 +161,8 @@ def document_from_vcard(
             ("Organization", organization),
             ("Job title", single("TITLE")),
             ("Email", emails),
-            ("Phone", _typed(values("TEL"))),
-            ("Address", "; ".join(_address(prop) for prop in values("ADR"))),
+            ("Phone", reach["phone"]),
+            ("Address", reach["address"]),
             ("Birthday", _birthday(single("BDAY"))),
             ("Address book", book_name),
         ],
@@ -175,7 +178,7 @@ def document_from_vcard(
         version=strip_etag(etag),
         link=f"/apps/contacts/direct/contact/{uid}~{book_uri}" if uid else "/apps/contacts/",
         location=book_name,
-        extra={"uid": uid} if uid else {},
+        extra={**({"uid": uid} if uid else {}), **{key: value[:200] for key, value in reach.items() if value}},
         tags=tuple(category for prop in values("CATEGORIES") for category in _split_escaped(prop.value, ",") if category),
     )
 

@@ -213,6 +213,7 @@ def document_from_card(source_id: str, placed: _Placed) -> SourceDocument:
         location=location,
         event_start=int(due.timestamp()) if due else None,
         extra={"board_id": str(board["id"]), "stack_id": str(stack["id"]),
+               **({"done": "1"} if card.get("done") else {}),  # an overdue question leaves done cards out
                **owner_extra((board.get("owner") or {}).get("uid"))},
         tags=tuple(label["title"] for label in card.get("labels") or [] if label.get("title")),
     )
