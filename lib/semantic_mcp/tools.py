@@ -23,6 +23,7 @@ from .config import READ_SCOPE, WRITE_SCOPE
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
+from .tool_errors import PlainErrorServer
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -62,7 +63,7 @@ def build_server(
         found = principal_of(request_ctx.request)
         return found.user if found else None
 
-    mcp = MCPServer(
+    mcp = PlainErrorServer(
         name="semantic_mcp",
         title="Semantic search for Nextcloud",
         instructions=(
@@ -172,7 +173,7 @@ class ScopeGuard:
             if needed not in scopes:
                 log.info("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)
                 return CallToolResult(
-                    content=[TextContent(type="text", text=f"Permission denied: {name} needs the {needed} scope")],
+                    content=[TextContent(type="text", text=f"This connection may not use {name}: it needs the {needed} permission; reconnect the client and allow it.")],
                     is_error=True,
                 )
             return await call_next(ctx)
