@@ -287,9 +287,12 @@ async def test_every_tool_the_server_offers_has_its_scope_decided(stack: Stack) 
     assert names == set(TOOL_SCOPES), names ^ set(TOOL_SCOPES)
 
 
+PHOENIX_RISK = "The risk of Project Phoenix is the data migration of old invoices [1]."
+
+
 async def test_forged_replayed_or_stolen_request_state_is_refused(stack: Stack) -> None:
     args = {"query": "What are the risks of Project Phoenix?", "use_query_analysis": False, "use_reranking": False}
-    model = ScriptedModel()
+    model = ScriptedModel(answer=PHOENIX_RISK)  # an answer its source bears out (search/grounding.py)
     async with stack.client("alice", sampling_callback=model) as client:
         first = await client.session.call_tool("nc_semantic_search_answer", args, allow_input_required=True)
         assert isinstance(first, InputRequiredResult)
@@ -302,7 +305,7 @@ async def test_forged_replayed_or_stolen_request_state_is_refused(stack: Stack) 
                                            request_state=forged, allow_input_required=True)
         final = await client.session.call_tool("nc_semantic_search_answer", args, input_responses=responses,
                                                request_state=first.request_state, allow_input_required=True)
-        assert final.structured_content["generated_answer"] == ANSWER_TEXT
+        assert final.structured_content["generated_answer"] == PHOENIX_RISK
         with pytest.raises(MCPError, match="requestState"):  # replayed
             await client.session.call_tool("nc_semantic_search_answer", args, input_responses=responses,
                                            request_state=first.request_state, allow_input_required=True)

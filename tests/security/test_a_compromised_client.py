@@ -15,16 +15,23 @@ from stack import Stack
 
 from semantic_mcp.logsafe import MAX_MESSAGE_CHARS, SafeFormatter
 
+USER = "mallory"
 FORGED = "2026-11-25 09:00:00,000 ERROR semantic_mcp: admin password reset by alice"
 
 
 async def test_what_a_client_says_cannot_forge_a_log_line(stack: Stack) -> None:
+    # A user of its own: the three failures open this user's sampling breaker for minutes, and the
+    # shared stack's other tests sample as alice.
+    stack.fake.add_user(USER, "Mallory")
+    stack.fake.create_note(USER, "Dentist appointment", "The dentist appointment is on Tuesday at nine.")
+    await stack.eventually(lambda: _indexed(stack))
+
     async def hostile_model(context: Any, params: Any) -> ErrorData:
         return ErrorData(code=-1, message=f"declined\n{FORGED}\r\n\x1b[2J\u202e{'x' * 10_000}")
 
     before = len(stack.log())
     for _ in range(3):  # the third failure opens the breaker, which logs the reason again
-        await stack.call("alice", "nc_semantic_search_answer", {"query": "dentist appointment",
+        await stack.call(USER, "nc_semantic_search_answer", {"query": "dentist appointment",
                                                                 "use_query_analysis": False},
                          sampling_callback=hostile_model, mode="legacy", direct=True)  # errors reach the app
     written = stack.log()[before:]
@@ -32,6 +39,10 @@ async def test_what_a_client_says_cannot_forge_a_log_line(stack: Stack) -> None:
     assert not any(line.startswith(FORGED) for line in written.splitlines())
     assert "\x1b" not in written and "\u202e" not in written
     assert all(len(line) < MAX_MESSAGE_CHARS + 200 for line in written.splitlines() if "declined" in line)
+
+
+async def _indexed(stack: Stack) -> bool:
+    return "Dentist appointment" in await stack.titles(USER, "dentist appointment")
 
 
 def test_the_formatter_keeps_tracebacks_but_escapes_messages() -> None:
