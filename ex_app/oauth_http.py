@@ -283,6 +283,7 @@ class BearerGuard:
         if grant is not None:
             scope["username"] = grant.user
             scope["oauth_scopes"] = grant.scopes
+            scope["oauth_client"] = (grant.client_name, grant.client_id)  # for the audit record
             await self.app(scope, receive, send)
             return
         await self._challenge(scope, receive, send, invalid=token is not None)
