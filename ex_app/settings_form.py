@@ -26,6 +26,8 @@ def _text(key: str, title: str, description: str, *, placeholder: str = "", kind
     default = getattr(_D, key)
     if isinstance(default, tuple):
         default = ", ".join(default)
+    elif isinstance(default, float) and default.is_integer():
+        default = int(default)  # the page shows a number as stored: 15, not "15.0"
     return SettingsField(
         id=key, title=title, type=kind, default=default, description=description, placeholder=placeholder,
         sensitive=sensitive,
