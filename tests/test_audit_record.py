@@ -170,3 +170,25 @@ def test_tool_call_lines_are_one_greppable_word_first() -> None:
     line = tool_call_line(user="alice", client=audit.APP_PASSWORD, client_id=None, tool="nc_get_document",
                           outcome="ok", results=1, ms=3)
     assert re.match(r"^tool_call user=alice client=app-password tool=nc_get_document outcome=ok results=1 ms=3$", line)
+
+
+def test_a_token_of_a_disabled_account_is_recorded_as_refused_with_its_client(
+        tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    from semantic_mcp.accounts import Account
+    from semantic_mcp.oauth.binding import AccountBinding
+    from semantic_mcp.oauth.store import OAuthStore
+
+    class Disabled:
+        async def account(self, user: str) -> Account:
+            return Account(user, "disabled")
+
+    store = OAuthStore(tmp_path / "oauth.db")
+    grant = store.add_grant("carol", "cid-7", "VS Code", "http://127.0.0.1/cb", "semantic:read", "res", 100.0,
+                            account_id="1", expires_at=10_000.0)
+    caplog.set_level(logging.INFO, logger="semantic_mcp.audit")
+    assert asyncio.run(AccountBinding(store, Disabled()).holds(grant, 200.0)) is False
+    [record] = [r for r in caplog.records if r.name == "semantic_mcp.audit"]
+    assert record.levelno == logging.WARNING
+    fields = parse(record.getMessage())
+    assert (fields["user"], fields["client"], fields["client_id"], fields["outcome"], fields["reason"]) == (
+        "carol", "VS Code", "cid-7", "refused", "account")
