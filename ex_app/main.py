@@ -169,6 +169,7 @@ def create_app() -> FastAPI:
     )
     app.add_middleware(McpQuota, sessions=int(os.environ.get("MCP_SESSIONS_PER_USER") or 20),
                        per_minute=int(os.environ.get("MCP_REQUESTS_PER_MINUTE") or 600))  # once the user is known
+    app.add_middleware(audit.QuotaRefusals)  # the quota's refusals, in the audit record
     app.add_middleware(BearerGuard, server=oauth)
     app.add_middleware(WholeResponsesForPHPProxy)
     app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))

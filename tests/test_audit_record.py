@@ -192,3 +192,21 @@ def test_a_token_of_a_disabled_account_is_recorded_as_refused_with_its_client(
     fields = parse(record.getMessage())
     assert (fields["user"], fields["client"], fields["client_id"], fields["outcome"], fields["reason"]) == (
         "carol", "VS Code", "cid-7", "refused", "account")
+
+
+def test_a_quota_refusal_is_recorded_with_the_user_and_client(caplog: pytest.LogCaptureFixture) -> None:
+    async def quota(_scope: Any, _receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 429, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def sink(_message: Any) -> None:
+        return None
+
+    caplog.set_level(logging.INFO, logger="semantic_mcp.audit")
+    scope = {"type": "http", "path": "/mcp", "username": "dave", "oauth_client": ("ChatGPT", "cid-9")}
+    asyncio.run(audit.QuotaRefusals(quota)(scope, None, sink))
+    [record] = caplog.records
+    fields = parse(record.getMessage())
+    assert record.levelno == logging.WARNING
+    assert (fields["user"], fields["client"], fields["client_id"], fields["tool"], fields["reason"]) == (
+        "dave", "ChatGPT", "cid-9", "-", "quota")

@@ -212,3 +212,25 @@ def install(handler: NextcloudLogHandler) -> None:
     """Send the audit logger's records to Nextcloud too (the app's own log keeps them as well)."""
     AUDIT.setLevel(logging.INFO)
     AUDIT.addHandler(handler)
+
+
+class QuotaRefusals:
+    """ASGI middleware just outside the per-user quota (ex_app/quotas.py): its 429 on ``/mcp`` becomes a
+    refusal record (``reason=quota``, ``tool=-``: the request never reached a tool, its body unread)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/mcp" or not scope.get("username"):
+            await self.app(scope, receive, send)
+            return
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 429:
+                client, client_id = scope.get("oauth_client", (APP_PASSWORD, ""))
+                record(tool_call_line(user=scope["username"], client=client, client_id=client_id or None, tool="",
+                                      outcome="refused", reason="quota"), refused=True)
+            await send(message)
+
+        await self.app(scope, receive, watch)
