@@ -36,6 +36,8 @@ from semantic_mcp.surfaces.search_bar import BadRequest, read_request, search_ba
 from semantic_mcp.health import NextcloudHealth
 from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.oauth import AuthorizationServer
+from semantic_mcp.operating import audit
+from semantic_mcp.operating.audit import APP_PASSWORD
 from semantic_mcp.tools import Principal, build_server
 
 from .appapi import (
@@ -87,7 +89,8 @@ def principal_of(request: Any) -> Principal | None:
     streaming = not behind_buffering_proxy(request.headers)
     # An OAuth access token carries its own scopes (set by BearerGuard); app passwords get the admin's default.
     scopes = request.scope.get("oauth_scopes", SETTINGS.current.default_scopes)
-    return Principal(user=user, scopes=frozenset(scopes), streaming=streaming)
+    client, client_id = request.scope.get("oauth_client", (APP_PASSWORD, ""))
+    return Principal(user=user, scopes=frozenset(scopes), streaming=streaming, client=client, client_id=client_id)
 
 
 SETTINGS = SettingsCache()
@@ -122,7 +125,13 @@ def create_app() -> FastAPI:
                                      deployment.clock.time, engine.accounts)
     engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
-    mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients)
+    mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients,
+                       audit_queries=lambda: SETTINGS.current.audit_queries)
+    # The audit record of every tool call, in Nextcloud's log too (ADR 0360); never holds up a call.
+    nextcloud_log = audit.NextcloudLogHandler(
+        lambda level, message: nc_client.ocs("", "POST", audit.LOG_ENDPOINT, json={"level": level, "message": message}),
+        health.wait_usable)
+    audit.install(nextcloud_log)
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
     mcp_http = mcp.streamable_http_app(
@@ -145,6 +154,7 @@ def create_app() -> FastAPI:
         refresher = asyncio.create_task(refresh_settings_forever(), name="settings-refresh")
         webhook_keeper = asyncio.create_task(keep_webhooks_registered(engine), name="webhook-check")
         engine.start()
+        nextcloud_log.start()
         log.info("Semantic MCP %s started; storage at %s", app_identity.version, deployment.storage)
         try:
             async with mcp.session_manager.run():
@@ -152,6 +162,7 @@ def create_app() -> FastAPI:
         finally:
             refresher.cancel()
             webhook_keeper.cancel()
+            await nextcloud_log.stop()
             await engine.stop()
             parser_process.shutdown()
 
@@ -161,6 +172,7 @@ def create_app() -> FastAPI:
     )
     app.add_middleware(McpQuota, sessions=int(os.environ.get("MCP_SESSIONS_PER_USER") or 20),
                        per_minute=int(os.environ.get("MCP_REQUESTS_PER_MINUTE") or 600))  # once the user is known
+    app.add_middleware(audit.QuotaRefusals)  # the quota's refusals, in the audit record
     app.add_middleware(BearerGuard, server=oauth)
     app.add_middleware(WholeResponsesForPHPProxy)
     app.add_middleware(AppAPIAuth, on_verified=_appapi_called(health))

@@ -318,6 +318,7 @@ class BearerGuard:
         if grant is not None:
             scope["username"] = grant.user
             scope["oauth_scopes"] = grant.scopes
+            scope["oauth_client"] = (grant.client_name, grant.client_id)  # for the audit record
             await self.app(scope, receive, send)
             return
         sent = any(name == b"authorization" for name, _ in scope.get("headers", []))  # a wrong app password too

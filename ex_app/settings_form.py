@@ -26,6 +26,8 @@ def _text(key: str, title: str, description: str, *, placeholder: str = "", kind
     default = getattr(_D, key)
     if isinstance(default, tuple):
         default = ", ".join(default)
+    elif isinstance(default, float) and default.is_integer():
+        default = int(default)  # the page shows a number as stored: 15, not "15.0"
     return SettingsField(
         id=key, title=title, type=kind, default=default, description=description, placeholder=placeholder,
         sensitive=sensitive,
@@ -105,6 +107,10 @@ ADMIN_FORM = SettingsForm(
                   "installed"),
         _text("nextcloud_ai_timeout_seconds", "Longest wait for Nextcloud's AI (seconds)",
               "After this the answer tool returns the sources alone", kind=SettingsFieldType.NUMBER),
+        _checkbox("audit_queries", "Write the query text into the audit record",
+                  "Every tool call leaves one line in Nextcloud's log (who, which client, which tool, how many "
+                  "results, how long). Off, the line never holds what was asked; on, it holds the query's first "
+                  "200 characters. Documents' content is never written"),
         _checkbox("users_enabled_by_default", "Index every user by default",
                   "When off, users opt in with the nc_enable_vector_sync tool"),
         _checkbox("oauth_enabled", "Let MCP clients connect with OAuth",

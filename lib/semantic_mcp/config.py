@@ -198,6 +198,7 @@ class AdminSettings:
     ocr_enabled: bool = True  # read text in images and scanned PDF pages (Tesseract, ADR 0601)
     ocr_languages: tuple[str, ...] = ("eng", "deu", "fra", "spa")  # Tesseract's codes, as installed in the image
     users_enabled_by_default: bool = True
+    audit_queries: bool = False  # the audit record of a tool call in Nextcloud's log carries its query text
     # OAuth 2.1 for connector clients (lib/semantic_mcp/oauth, ADR 0100)
     oauth_enabled: bool = True
     oauth_scopes: tuple[str, ...] = (READ_SCOPE, WRITE_SCOPE)  # what OAuth clients may be granted

@@ -82,6 +82,8 @@ class Skipped:
     source_id: str
     reason: str
     version: str = ""  # so reconciliation does not fetch an unchanged skipped document again
+    # False for what is not a document at all (a folder): never counted among the skipped.
+    counted: bool = True
 
 
 MetadataValue = str | int | float | bool

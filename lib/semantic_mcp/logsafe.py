@@ -36,8 +36,15 @@ class SafeFormatter(logging.Formatter):
             record.msg, record.args = original
 
 
+# Libraries that log one line per HTTP request at INFO: most of an admin's log, and nothing to act on.
+CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3", "niquests")
+
+
 def configure_logging(level: str) -> None:
-    """The root logger as the app runs it: one line per record, through :class:`SafeFormatter`."""
+    """The root logger as the app runs it: one line per record, through :class:`SafeFormatter`.
+    HTTP clients' request lines only when debugging (``APP_LOG_LEVEL=DEBUG``), their warnings always."""
     logging.basicConfig(level=level)
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(SafeFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -20,6 +20,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import BaseModel
 
 from .config import READ_SCOPE, WRITE_SCOPE
+from .operating.audit import AuditTrail
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
@@ -49,9 +50,11 @@ class SyncChange(BaseModel):
 def build_server(
     engine: Engine, principal_of: PrincipalOf, *, state_key: bytes,
     connected_clients: Callable[[str], list[dict[str, Any]]] | None = None,
+    audit_queries: Callable[[], bool] = lambda: False,
 ) -> MCPServer:
     """Build the MCP server for ``engine``; ``state_key`` seals input-required state (use the app secret);
-    ``connected_clients`` lists a user's OAuth clients for the status tool."""
+    ``connected_clients`` lists a user's OAuth clients for the status tool; ``audit_queries`` says whether
+    the audit record of each call carries its query text (the admin's switch)."""
 
     def principal(ctx: Context) -> Principal:
         found = principal_of(ctx.request_context.request)
@@ -77,6 +80,8 @@ def build_server(
     )
     # Outermost, so it sees the sealed token exactly as the client sent it.
     mcp.middleware.insert(0, ReplayGuard())
+    # Outermost of all, so every call is recorded with how it ended, refusals included.
+    mcp.middleware.insert(0, AuditTrail(principal_of, lambda name: TOOL_SCOPES.get(name, READ_SCOPE), audit_queries))
     register_search_tools(mcp, engine, principal)
     register_reading_tools(mcp, engine, principal)
     register_sync_tools(mcp, engine, principal, connected_clients)
@@ -171,7 +176,7 @@ class ScopeGuard:
             name = (ctx.params or {}).get("name")
             needed = TOOL_SCOPES.get(str(name), READ_SCOPE)  # a tool nobody classified needs a scope too
             if needed not in scopes:
-                log.info("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)
+                log.debug("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)  # audited
                 return CallToolResult(
                     content=[TextContent(type="text", text=f"This connection may not use {name}: it needs the {needed} permission; reconnect the client and allow it.")],
                     is_error=True,

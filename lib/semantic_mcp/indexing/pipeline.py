@@ -220,10 +220,11 @@ class Pipeline:
             self.state.complete(task)
             return None
         if isinstance(doc, Skipped):
-            log.info("Not indexing %s for %s: %s", ref.key, ref.user, doc.reason)
             await self._delete(ref)
-            self.state.record_skipped(ref, doc.version, doc.reason)
-            self.stats.skipped += 1
+            if doc.counted:  # a folder is no skipped document: the status counts only files
+                log.info("Not indexing %s for %s: %s", ref.key, ref.user, doc.reason)
+                self.state.record_skipped(ref, doc.version, doc.reason)
+                self.stats.skipped += 1
             self.state.complete(task)
             return None
         known = self.state.indexed(ref)

@@ -119,6 +119,7 @@ class IndexState(UserRecords, TeamFolderRecords):
             self._db.execute("ALTER TABLE users ADD COLUMN account_id TEXT")  # a database from before it
         if "priority" not in {row["name"] for row in self._db.execute("PRAGMA table_info(tasks)")}:
             self._db.execute("ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1")
+        self._db.execute("DELETE FROM skipped WHERE reason = 'folder'")  # once counted as skipped files: never again
         self._db.execute(  # covers claim()'s queries: no table lookups while choosing
             "CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before)")
 

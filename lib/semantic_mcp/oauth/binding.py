@@ -14,6 +14,7 @@ import logging
 from typing import Protocol
 
 from ..accounts import Account
+from ..operating import audit
 from .errors import OAuthError
 from .store import Grant, OAuthStore
 
@@ -76,4 +77,6 @@ class AccountBinding:
         else:
             count = self.store.revoke_grants_of(grant.user, now)
             log.warning("Revoked %d OAuth grant(s) of %r: the account is %s", count, grant.user, account.state)
+            audit.record(audit.tool_call_line(user=grant.user, client=grant.client_name, client_id=grant.client_id,
+                                              tool="", outcome="refused", reason="account"), refused=True)
         return False

@@ -42,6 +42,7 @@ class AccessGrant:
     user: str
     scopes: frozenset[str]
     client_name: str
+    client_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -351,7 +352,8 @@ class AuthorizationServer:
         if not await self.binding.holds(token.grant, now):
             return None
         self.store.touch_grant(token.grant.id, now)
-        return AccessGrant(token.grant.user, token.scopes & frozenset(self.allowed_scopes()), token.grant.client_name)
+        return AccessGrant(token.grant.user, token.scopes & frozenset(self.allowed_scopes()), token.grant.client_name,
+                           token.grant.client_id)
 
     # --- a user's connected clients
 

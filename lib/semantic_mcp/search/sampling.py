@@ -122,7 +122,7 @@ class SamplingGate:
 
     def fallback(self, reason: str) -> Fallback:
         self.metrics.fallbacks += 1
-        log.info("Sampling for %s not used: %s", self.purpose, reason)
+        log.debug("Sampling for %s not used: %s", self.purpose, reason)  # every search of a client without it
         return Fallback(reason)
 
 

@@ -267,7 +267,7 @@ class FilesSource(Source):
         info = listed or await lookup_file(nc, user, source_id)
         reason = self._exclusion(info) or exclusion(self.options, size=info.size)
         if reason:
-            return Skipped(self.doc_type, source_id, reason, version=info.etag)
+            return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder)
         path = nc.files_root(user) + quote(info.path)
         if listed is None:
             return info, await nc.request(user, "GET", path)
