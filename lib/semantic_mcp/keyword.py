@@ -351,9 +351,9 @@ class KeywordIndex:
     @_dropped_reads_as(dict)
     def coverage(self, user: str, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
         """For each of ``chunk_ids``, the share in [0, 1] of ``query``'s term weight that the chunk
-        contains: the sum of the inverse document frequencies (Lucene's ``log(1 + (N - n + 0.5) /
-        (n + 0.5))`` over all of ``user``'s chunks, positive however common the term) of the query terms
-        it has, over that of all the query's terms (a term no chunk has weighs most).
+        contains: the sum of the inverse document frequencies (as FTS5's ``bm25()`` computes
+        them, over all of ``user``'s chunks, floored at 1e-6 for a term in over half of them) of the query
+        terms it has, over that of all the query's terms (a term no chunk has weighs most).
 
         A chunk holding every rare term of the query (a phone number, an invoice id) nears 1
         whatever its length; one that matches only words most chunks contain stays near 0.
@@ -374,10 +374,10 @@ class KeywordIndex:
             weights: list[tuple[float, set[str]]] = []
             for term in terms:
                 n = frequency[term]
-                # Lucene's IDF, never nil: with FTS5's, a word in over half the chunks weighed nothing, so once
-                # 200 files mentioned "budget", no chunk covered the query "budget" (issue 35, ADR 0310).
-                weight = math.log(1 + (total - n + 0.5) / (n + 0.5))
-                # A term no chunk has is in none.
+                weight = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+                # A word in over half the chunks weighs next to nothing but still counts: once 200 files
+                # mentioned "budget", no chunk covered the query "budget" (issue 35, ADR 0310). A term no chunk
+                # has is in none.
                 having = self._chunks_having(db, fts, term, chunk_of) if n and chunk_of else set()
                 weights.append((weight, having))
             known = set(chunk_of.values())
