@@ -18,11 +18,12 @@ class Lane:
     """The part of the pipeline that chunks, with its failures recorded instead of queued."""
 
     _chunked = pipeline.Pipeline._chunked
+    _parse_failed = pipeline.Pipeline._parse_failed
 
     def __init__(self) -> None:
         self.failed: list[tuple[str, str, str | None]] = []
 
-    def _fail(self, task: Task, reason: str, *, refused: str | None = None) -> None:
+    def _fail(self, task: Task, reason: str, *, refused: str | None = None, give_up: bool = False) -> None:
         self.failed.append((task.ref.source_id, reason, refused))
 
 

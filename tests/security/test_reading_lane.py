@@ -5,6 +5,7 @@ version whose parse failed is refused at once (lib/semantic_mcp/reading_lane.py)
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import Any
 
@@ -53,7 +54,8 @@ def files(monkeypatch: pytest.MonkeyPatch) -> SlowFiles:
 
 def engine_with(source: SlowFiles) -> Any:
     search = SimpleNamespace(absolute_link=lambda link: f"https://cloud.example.com{link}")
-    return SimpleNamespace(sources=lambda: {"file": source}, nc=None, search=search)
+    clock = SimpleNamespace(now=lambda: datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc))  # fixed: no day matters
+    return SimpleNamespace(sources=lambda: {"file": source}, nc=None, search=search, clock=clock)
 
 
 async def test_paging_and_repeated_reads_parse_once_per_version(files: SlowFiles) -> None:
