@@ -94,6 +94,7 @@ async def _unchanged_passes(stack: Stack) -> None:
     print(f"{len(requests) / 7:.1f} requests per pass for alice: {dict(by_kind)}")
     # One each for notes, files, Deck's boards, each board's stacks, and each DAV home; a calendar or
     # address book is asked (REPORT) only on the full listings (every 4th interval) or when its
-    # sync token in the home's listing moved. It was 8 a pass before (every collection, every pass).
-    assert len(requests) / 7 <= 7.0, dict(by_kind)
+    # sync token in the home's listing moved. It was 8 a pass before (every collection, every pass), then
+    # 7; the depth-1 PROPFIND of the user's root that finds their team folders makes it 8 (ADR 0350).
+    assert len(requests) / 7 <= 8.0, dict(by_kind)
     assert all(count <= 3 for kind, count in by_kind.items() if kind.startswith("REPORT")), dict(by_kind)
