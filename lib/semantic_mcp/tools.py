@@ -178,8 +178,7 @@ class ScopeGuard:
             if needed not in scopes:
                 log.debug("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)  # audited
                 return CallToolResult(
-                    content=[TextContent(type="text", text=f"This connection may not use {name}: it needs the "
-                                                           f"{needed} permission; reconnect the client and allow it.")],
+                    content=[TextContent(type="text", text=f"This connection may not use {name}: it needs the {needed} permission; reconnect the client and allow it.")],
                     is_error=True,
                 )
             return await call_next(ctx)
