@@ -289,13 +289,6 @@ def _timestamp(iso: str) -> float:
     return float(calendar.timegm(time.strptime(iso, "%Y-%m-%dT%H:%M:%SZ")))
 
 
-APP_PASSWORDS = "Nextcloud → Personal settings → Security → Devices & sessions"
-NOT_SIGNED_IN = ("Sign in first: connect the client with OAuth, or send a Nextcloud app password "
-                 f"(create one in {APP_PASSWORDS}).")
-NOT_ACCEPTED = ("The app password or access token was not accepted: check it, or create a new app password in "
-                f"{APP_PASSWORDS} (an OAuth client reconnects by itself).")
-
-
 class BearerGuard:
     """ASGI middleware for ``/mcp``: a request without a Nextcloud user needs a valid access token of ours,
     which makes it that user's with the token's scopes (``scope["oauth_scopes"]``); otherwise 401 with
@@ -321,11 +314,9 @@ class BearerGuard:
             scope["oauth_client"] = (grant.client_name, grant.client_id)  # for the audit record
             await self.app(scope, receive, send)
             return
-        sent = any(name == b"authorization" for name, _ in scope.get("headers", []))  # a wrong app password too
-        await self._challenge(scope, receive, send, invalid=token is not None, refused=sent)
+        await self._challenge(scope, receive, send, invalid=token is not None)
 
-    async def _challenge(self, scope: Scope, receive: Receive, send: Send, *, invalid: bool,
-                         refused: bool = False) -> None:
+    async def _challenge(self, scope: Scope, receive: Receive, send: Send, *, invalid: bool) -> None:
         if self.server.enabled:
             params = [f'resource_metadata="{self.server.resource_metadata_url()}"',
                       f'scope="{" ".join(self.server.allowed_scopes())}"']
@@ -334,7 +325,8 @@ class BearerGuard:
         if invalid:
             params.append('error="invalid_token"')
         body: dict[str, Any] = {"error": "invalid_token" if invalid else "unauthorized",
-                                "error_description": NOT_ACCEPTED if invalid or refused else NOT_SIGNED_IN}
+                                "error_description": "an access token or a Nextcloud app password is required"
+                                if not invalid else "the access token is unknown, expired, revoked or for another resource"}
         response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer " + ", ".join(params)})
         await response(scope, receive, send)
 

@@ -26,7 +26,6 @@ from .reading import (
     read_document,
 )
 from .filters import SearchFilters
-from .tool_errors import Query, query_field
 from .search.intent import read_intent
 
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[
         annotations=read_only,
     )
     async def search(
-        query: Annotated[Query, query_field("What to look for, in any language")],
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in any language")],
         ctx: Context,
     ) -> ConnectorResults:
         retrieved = await engine.search.retrieve(

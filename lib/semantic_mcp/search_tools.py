@@ -30,7 +30,6 @@ from .documents import DocType
 from .filters import SearchFilters
 from .principal import Principal
 from .search import answer_filter, grounding, prompts
-from .tool_errors import Query, query_field
 from .search.assistant import AssistantAnswer
 from .search.intent import read_intent
 from .search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
@@ -211,7 +210,7 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         annotations=read_only,
     )
     async def nc_semantic_search(
-        query: Annotated[Query, query_field("What to look for, in any language")],
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in any language")],
         ctx: Context,
         retrieved: Annotated[Retrieved, steps.retrieved],
         ranking: Annotated[Any, steps.ranking],
@@ -250,7 +249,7 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         annotations=read_only,
     )
     async def nc_semantic_search_answer(
-        query: Annotated[Query, query_field("The question, in any language")],
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="The question, in any language")],
         ctx: Context,
         retrieved: Annotated[Retrieved, steps.retrieved],
         ranking: Annotated[Any, steps.ranking],

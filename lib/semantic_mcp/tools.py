@@ -24,7 +24,6 @@ from .operating.audit import AuditTrail
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
-from .tool_errors import PlainErrorServer
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -66,7 +65,7 @@ def build_server(
         found = principal_of(request_ctx.request)
         return found.user if found else None
 
-    mcp = PlainErrorServer(
+    mcp = MCPServer(
         name="semantic_mcp",
         title="Semantic search for Nextcloud",
         instructions=(
@@ -178,7 +177,7 @@ class ScopeGuard:
             if needed not in scopes:
                 log.debug("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)  # audited
                 return CallToolResult(
-                    content=[TextContent(type="text", text=f"This connection may not use {name}: it needs the {needed} permission; reconnect the client and allow it.")],
+                    content=[TextContent(type="text", text=f"Permission denied: {name} needs the {needed} scope")],
                     is_error=True,
                 )
             return await call_next(ctx)
