@@ -23,6 +23,7 @@ from .config import READ_SCOPE, WRITE_SCOPE
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
+from .tool_errors import PlainToolErrors
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -74,6 +75,7 @@ def build_server(
         request_state_security=RequestStateSecurity(keys=[state_key], bind_principal=bind_principal),
         middleware=[ScopeGuard(principal_of)],
     )
+    mcp.middleware.append(PlainToolErrors(mcp))  # after the scope check: a refused tool's arguments don't matter
     # Outermost, so it sees the sealed token exactly as the client sent it.
     mcp.middleware.insert(0, ReplayGuard())
     register_search_tools(mcp, engine, principal)
@@ -172,7 +174,8 @@ class ScopeGuard:
             if needed not in scopes:
                 log.info("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)
                 return CallToolResult(
-                    content=[TextContent(type="text", text=f"Permission denied: {name} needs the {needed} scope")],
+                    content=[TextContent(type="text", text=(f"This connection may not use {name}: it needs the {needed} scope; "
+                                                 f"reconnect the client and allow {needed}."))],
                     is_error=True,
                 )
             return await call_next(ctx)
