@@ -1,0 +1,41 @@
+"""A tool result's text is compact JSON without nulls; its structured content stays whole (issue 35, item 4)."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+
+from semantic_mcp.compact_output import CompactResultText, without_nulls
+
+
+class Hit(BaseModel):
+    title: str
+    shared_by: str | None = None
+
+
+class Found(BaseModel):
+    results: list[Hit]
+    model_used: str | None = None
+
+
+def test_the_text_is_compact_json_without_nulls_and_the_structured_content_is_kept() -> None:
+    server = MCPServer(name="t")
+    server.middleware.append(CompactResultText())
+
+    @server.tool()
+    def find() -> Found:
+        return Found(results=[Hit(title="Budget 2026 – Übersicht")])
+
+    async def call() -> object:
+        async with Client(server) as client:
+            return await client.call_tool("find", {})
+
+    result = anyio.run(call)
+    assert result.content[0].text == '{"results":[{"title":"Budget 2026 – Übersicht"}]}'
+    assert result.structured_content == {"results": [{"title": "Budget 2026 – Übersicht", "shared_by": None}],
+                                         "model_used": None}
+    assert json.loads(result.content[0].text) == without_nulls(result.structured_content)
