@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
-
 import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-from semantic_mcp.compact_output import CompactResultText, without_nulls
+from semantic_mcp.compact_output import CompactResultText
 
 
 class Hit(BaseModel):
     title: str
+    similarity: float = 0.83
+    excerpt: str = "Budget 2026 – Übersicht\nTravel rises 4 %."
     shared_by: str | None = None
 
 
@@ -35,7 +35,8 @@ def test_the_text_is_compact_json_without_nulls_and_the_structured_content_is_ke
             return await client.call_tool("find", {})
 
     result = anyio.run(call)
-    assert result.content[0].text == '{"results":[{"title":"Budget 2026 – Übersicht"}]}'
-    assert result.structured_content == {"results": [{"title": "Budget 2026 – Übersicht", "shared_by": None}],
+    assert result.content[0].text == '{"results":[{"title":"Budget 2026 – Übersicht","excerpt":"Travel rises 4 %."}]}'
+    assert result.structured_content == {"results": [{"title": "Budget 2026 – Übersicht", "similarity": 0.83,
+                                                      "excerpt": "Budget 2026 – Übersicht\nTravel rises 4 %.",
+                                                      "shared_by": None}],
                                          "model_used": None}
-    assert json.loads(result.content[0].text) == without_nulls(result.structured_content)
