@@ -77,3 +77,8 @@ def test_limits_are_stated_in_the_descriptions() -> None:
 async def test_bad_date_names_the_format() -> None:
     assert await error_text("nc_semantic_search", {"query": "budget", "modified_after": "last tuesday"}) == \
         "'last tuesday' is not an ISO 8601 date (YYYY-MM-DD) or date-time"
+
+
+async def test_an_unknown_item_kind_lists_the_kinds() -> None:
+    text = await error_text("nc_semantic_search", {"query": "budget", "doc_types": ["emails"]})
+    assert text.startswith("doc_types must be one of ") and "'note'" in text and "'calendar_event'" in text

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 def plain_argument_error(exc: ValidationError) -> str:
     """The first problem of ``exc`` as one sentence naming the argument and the limit."""
     err = exc.errors()[0]
-    name = ".".join(str(part) for part in err["loc"]) or "the arguments"
+    name = ".".join(str(part) for part in err["loc"] if isinstance(part, str)) or "the arguments"  # no list index
     kind, limits = err["type"], err.get("ctx") or {}
     if kind == "missing":
         return f"{name} is required."
@@ -30,6 +30,8 @@ def plain_argument_error(exc: ValidationError) -> str:
         return f"{name} must be at least {limits.get('ge', limits.get('gt'))}."
     if kind in ("less_than_equal", "less_than"):
         return f"{name} must be at most {limits.get('le', limits.get('lt'))}."
+    if kind in ("literal_error", "enum"):
+        return f"{name} must be one of {limits.get('expected')}."
     if kind.startswith(("int_", "float_")):
         return f"{name} must be a number."
     if kind.startswith("bool"):
