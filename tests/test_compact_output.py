@@ -40,3 +40,15 @@ def test_the_text_is_compact_json_without_nulls_and_the_structured_content_is_ke
                                                       "excerpt": "Budget 2026 – Übersicht\nTravel rises 4 %.",
                                                       "shared_by": None}],
                                          "model_used": None}
+
+
+def test_lean_schemas_drop_generated_titles_and_nulls_of_arguments_only() -> None:
+    from semantic_mcp.compact_output import lean_schema
+
+    schema = {"title": "findArguments", "type": "object", "properties": {
+        "title": {"title": "Title", "type": "string"},
+        "after": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "After"}}}
+    assert lean_schema(schema) == {"type": "object", "properties": {
+        "title": {"type": "string"}, "after": {"type": "string"}}}
+    assert lean_schema(schema, optional_as_absent=False)["properties"]["after"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}], "default": None}

@@ -62,3 +62,42 @@ class CompactResultText:
             if len(content) == 1 and isinstance(content[0], dict) and content[0].get("type") == "text":
                 content[0]["text"] = compact_text(result["structuredContent"])
         return result
+
+
+def lean_schema(schema: Any, *, optional_as_absent: bool = True) -> Any:
+    """A JSON schema without pydantic's generated titles (the property name, capitalised) and, for arguments
+    (``optional_as_absent``), an optional ``anyOf [X, null]`` given as X (leaving it out is the same as null):
+    the same contract, fewer tokens. Output schemas keep their nulls: clients validate results against them."""
+    if isinstance(schema, list):
+        return [lean_schema(item, optional_as_absent=optional_as_absent) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    lean = {key: lean_schema(value, optional_as_absent=optional_as_absent) for key, value in schema.items()
+            if not (key == "title" and isinstance(value, str))}
+    if isinstance(schema.get("properties"), dict):  # a property may itself be called "title": keep the names
+        lean["properties"] = {name: lean_schema(value, optional_as_absent=optional_as_absent)
+                              for name, value in schema["properties"].items()}
+    options = lean.get("anyOf")
+    if optional_as_absent and isinstance(options, list) and len(options) == 2 and {"type": "null"} in options and lean.get("default", 0) is None:
+        [kept] = [option for option in options if option != {"type": "null"}]
+        lean = {**{k: v for k, v in lean.items() if k not in ("anyOf", "default")}, **kept}
+    return lean
+
+
+class LeanToolList:
+    """Middleware: tools/list with lean input and output schemas (see lean_schema)."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "tools/list":
+            return result
+        for tool in result.get("tools", []) if isinstance(result, dict) else result.tools:
+            if isinstance(tool, dict):
+                for key in ("inputSchema", "outputSchema"):
+                    if isinstance(tool.get(key), dict):
+                        tool[key] = lean_schema(tool[key], optional_as_absent=key == "inputSchema")
+            else:
+                tool.input_schema = lean_schema(tool.input_schema)
+                if tool.output_schema is not None:
+                    tool.output_schema = lean_schema(tool.output_schema, optional_as_absent=False)
+        return result

@@ -23,7 +23,7 @@ from .config import READ_SCOPE, WRITE_SCOPE
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
-from .compact_output import CompactResultText
+from .compact_output import CompactResultText, LeanToolList
 from .tool_errors import PlainToolErrors
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ def build_server(
     )
     mcp.middleware.append(PlainToolErrors(mcp))  # after the scope check: a refused tool's arguments don't matter
     mcp.middleware.append(CompactResultText())
+    mcp.middleware.append(LeanToolList())
     # Outermost, so it sees the sealed token exactly as the client sent it.
     mcp.middleware.insert(0, ReplayGuard())
     register_search_tools(mcp, engine, principal)
