@@ -25,7 +25,7 @@ def anyio_backend() -> str:
 
 
 def server(scopes: frozenset[str] = frozenset({READ_SCOPE})) -> Any:
-    return build_server(MagicMock(), lambda request: Principal("alice", scopes), state_key=b"k" * 32)  # type: ignore[arg-type]
+    return build_server(MagicMock(), lambda request: Principal("alice", scopes), state_key=b"k" * 32)
 
 
 async def error_text(tool: str, args: dict[str, Any], scopes: frozenset[str] = frozenset({READ_SCOPE})) -> str:

@@ -1,4 +1,5 @@
-"""Tool results' text as compact JSON without nulls or debug fields: what a client's model reads costs it tokens (issue 35, item 4).
+"""Tool output sized for a client's model, which pays tokens for what it reads (issue 35, item 4, ADR 0300):
+a result's text as compact JSON without nulls or debug fields, and lean schemas in tools/list.
 
 The SDK renders a tool's structured output into the text block with ``indent=2`` and every null field.
 The text is rewritten here from the structured content, which stays whole for clients that read it.
@@ -57,7 +58,8 @@ class CompactResultText:
             if not result.is_error and result.structured_content is not None and len(result.content) == 1 \
                     and isinstance(result.content[0], TextContent):
                 result.content[0].text = compact_text(result.structured_content)
-        elif isinstance(result, dict) and not result.get("isError") and isinstance(result.get("structuredContent"), dict):
+        elif isinstance(result, dict) and not result.get("isError") \
+                and isinstance(result.get("structuredContent"), dict):
             content = result.get("content") or []
             if len(content) == 1 and isinstance(content[0], dict) and content[0].get("type") == "text":
                 content[0]["text"] = compact_text(result["structuredContent"])
@@ -78,7 +80,8 @@ def lean_schema(schema: Any, *, optional_as_absent: bool = True) -> Any:
         lean["properties"] = {name: lean_schema(value, optional_as_absent=optional_as_absent)
                               for name, value in schema["properties"].items()}
     options = lean.get("anyOf")
-    if optional_as_absent and isinstance(options, list) and len(options) == 2 and {"type": "null"} in options and lean.get("default", 0) is None:
+    if optional_as_absent and isinstance(options, list) and len(options) == 2 and {"type": "null"} in options \
+            and lean.get("default", 0) is None:
         [kept] = [option for option in options if option != {"type": "null"}]
         lean = {**{k: v for k, v in lean.items() if k not in ("anyOf", "default")}, **kept}
     return lean

@@ -177,8 +177,9 @@ class ScopeGuard:
             if needed not in scopes:
                 log.info("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)
                 return CallToolResult(
-                    content=[TextContent(type="text", text=(f"This connection may not use {name}: it needs the {needed} scope; "
-                                                 f"reconnect the client and allow {needed}."))],
+                    content=[TextContent(type="text", text=(
+                        f"This connection may not use {name}: it needs the {needed} scope; "
+                        f"reconnect the client and allow {needed}."))],
                     is_error=True,
                 )
             return await call_next(ctx)

@@ -25,7 +25,8 @@ def why_left_out(best: Any, calibration: Calibration | None, cut_off: float, nam
         kind = " for the kind of item you named" if named else ""
         return f"the closest item's estimated relevance is {score:.2f}, below the cut-off {needed:.2f}{kind}"
     rise, margin = best.above_noise, calibration.noise_margin
-    if margin is not None and rise is not None and rise < margin and (best.coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE:
+    waived = (best.coverage or 0.0) >= NOISE_FLOOR_WAIVED_COVERAGE
+    if margin is not None and rise is not None and rise < margin and not waived:
         return (f"the closest item (estimated relevance {score:.2f}) stands only {rise:.3f} above what unrelated "
                 f"text scores for this query, less than the {margin:.3f} required, and holds few of its words")
     return f"the closest item's estimated relevance is {score:.2f}"  # not reached while keeps() is the rule
@@ -39,8 +40,8 @@ def cut_off_notes(candidates: list[Any], passing: list[Any], cut_off: float, lim
         return []
     if not passing:
         best = max(candidates, key=lambda c: float(c.score))
-        return [f"Nothing in your Nextcloud answers this closely enough: {why_left_out(best, calibration, cut_off, named_kinds)}. "
-                f"{_SEE_ANYWAY}"]
+        why = why_left_out(best, calibration, cut_off, named_kinds)
+        return [f"Nothing in your Nextcloud answers this closely enough: {why}. {_SEE_ANYWAY}"]
     if calibration is None:
         return [f"Only {len(passing)} result(s) reach the relevance cut-off {cut_off:.2f} (your score_threshold); "
                 "pass a lower score_threshold to see weaker matches."]
