@@ -326,7 +326,8 @@ class BearerGuard:
             params.append('error="invalid_token"')
         body: dict[str, Any] = {"error": "invalid_token" if invalid else "unauthorized",
                                 "error_description": "an access token or a Nextcloud app password is required"
-                                if not invalid else "the access token is unknown, expired, revoked or for another resource"}
+                                if not invalid else ("The password or token was not accepted; make a new app password in Nextcloud under "
+                                     "Personal settings → Security → Devices & sessions, or reconnect the client.")}
         response = JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer " + ", ".join(params)})
         await response(scope, receive, send)
 

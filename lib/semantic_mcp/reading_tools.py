@@ -94,7 +94,8 @@ def register_reading_tools(mcp: MCPServer, engine: Engine, principal: Callable[[
         annotations=read_only,
     )
     async def search(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in any language")],
+        query: Annotated[str, Field(
+            min_length=1, max_length=2000, description="What to look for, in any language; at most 2,000 characters")],
         ctx: Context,
     ) -> ConnectorResults:
         retrieved = await engine.search.retrieve(

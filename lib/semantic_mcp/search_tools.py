@@ -210,7 +210,8 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         annotations=read_only,
     )
     async def nc_semantic_search(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for, in any language")],
+        query: Annotated[str, Field(
+            min_length=1, max_length=2000, description="What to look for, in any language; at most 2,000 characters")],
         ctx: Context,
         retrieved: Annotated[Retrieved, steps.retrieved],
         ranking: Annotated[Any, steps.ranking],
@@ -249,7 +250,8 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
         annotations=read_only,
     )
     async def nc_semantic_search_answer(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="The question, in any language")],
+        query: Annotated[str, Field(
+            min_length=1, max_length=2000, description="The question, in any language; at most 2,000 characters")],
         ctx: Context,
         retrieved: Annotated[Retrieved, steps.retrieved],
         ranking: Annotated[Any, steps.ranking],

@@ -24,6 +24,8 @@ from .operating.audit import AuditTrail
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
+from .compact_output import CompactResultText, LeanToolList
+from .tool_errors import PlainToolErrors
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -77,6 +79,9 @@ def build_server(
         request_state_security=RequestStateSecurity(keys=[state_key], bind_principal=bind_principal),
         middleware=[ScopeGuard(principal_of)],
     )
+    mcp.middleware.append(PlainToolErrors(mcp))  # after the scope check: a refused tool's arguments don't matter
+    mcp.middleware.append(CompactResultText())
+    mcp.middleware.append(LeanToolList())
     # Outermost, so it sees the sealed token exactly as the client sent it.
     mcp.middleware.insert(0, ReplayGuard())
     # Outermost of all, so every call is recorded with how it ended, refusals included.
@@ -177,7 +182,9 @@ class ScopeGuard:
             if needed not in scopes:
                 log.debug("Refused %s for %s: missing scope %s", name, found.user if found else "?", needed)  # audited
                 return CallToolResult(
-                    content=[TextContent(type="text", text=f"Permission denied: {name} needs the {needed} scope")],
+                    content=[TextContent(type="text", text=(
+                        f"This connection may not use {name}: it needs the {needed} scope; "
+                        f"reconnect the client and allow {needed}."))],
                     is_error=True,
                 )
             return await call_next(ctx)

@@ -23,6 +23,7 @@ from .intent import QueryIntent, apply_intent
 from .item_fields import FOLLOWING, at_search_time, due_filters, due_first, reach_line
 from .rerank import Reranker
 from .calibration import UNCALIBRATED, default_cut
+from .cut_notes import cut_off_notes
 from .retrieval import HybridRetriever
 from .verify import Verification, Verifier
 
@@ -109,19 +110,6 @@ def excerpt(text: str, query: str, width: int = 360) -> str:
     start = body.rfind(" ", 0, start) + 1 if start else 0
     snippet = body[start : start + width].rsplit(" ", 1)[0]
     return ("…" if start else "") + snippet + ("…" if start + len(snippet) < len(body) else "")
-
-
-def _cut_off_notes(candidates: list[Any], passing: list[Any], cut_off: float, limit: int) -> list[str]:
-    """What the relevance cut-off left out, when it matters to the caller: everything, or results they asked for."""
-    if not candidates or len(passing) >= min(limit, len(candidates)):
-        return []
-    best = max(float(c.score) for c in candidates)
-    if not passing:
-        return [f"Nothing in your Nextcloud answers this closely enough: the closest item's estimated relevance is "
-                f"{best:.2f}, below the cut-off {cut_off:.2f}. Rephrase, or pass score_threshold=0 to see the "
-                f"closest items anyway."]
-    return [f"Only {len(passing)} result(s) reach the relevance cut-off {cut_off:.2f}; pass a lower score_threshold "
-            f"to see weaker matches."]
 
 
 @dataclass
@@ -212,13 +200,14 @@ class SearchService:
         # Scores are calibrated probabilities that the item answers the query, so one cut-off holds
         # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
         calibration = self.retriever.calibration()
+        named_kinds = set(intent.doc_types) if intent is not None else set()
         if score_threshold is None:
-            cut_off = calibration.cut_off
-            passing = default_cut(calibration, candidates, set(intent.doc_types) if intent is not None else set())
+            cut_off, rule = calibration.cut_off, calibration
+            passing = default_cut(calibration, candidates, named_kinds)
         else:
-            cut_off = score_threshold
+            cut_off, rule = score_threshold, None
             passing = [c for c in candidates if c.score >= cut_off]
-        cut_notes = _cut_off_notes(candidates, passing, cut_off, limit)
+        cut_notes = cut_off_notes(candidates, passing, cut_off, limit, calibration=rule, named_kinds=named_kinds)
         candidates = passing
         if intent is not None and intent.due is not None and (dated := due_filters(filters, intent.due, intent.now)):
             # Overdue or due-soon cards are found by their due date and done state, whatever the cut-off.

@@ -1,0 +1,63 @@
+"""What the app's MCP output costs a client's model (issue 35, item 4): prints bytes and ~tokens (bytes / 4).
+
+Starts the app against the fake Nextcloud with the demo data (as tests/stack.py does), then measures
+tools/list, the tools' names + descriptions + input schemas, and the text block of typical 5- and 10-hit
+searches. "before" is the text the SDK renders by itself (indent=2, nulls kept); "now" is what is sent.
+
+    PYTHONPATH=lib:.:tests python bench/token_cost.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+for _path in (Path(__file__).resolve().parents[1] / "tests", Path(__file__).resolve().parents[1] / "lib"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+QUERIES = ("quarterly budget", "When is my next dentist appointment?", "project kickoff meeting notes")
+
+
+def size(text: str) -> str:
+    n = len(text.encode())
+    return f"{n:>7,} B  ~{n // 4:>6,} tokens"
+
+
+async def measure(stack: Any) -> None:
+    async with stack.client("alice") as client:
+        tools = (await client.list_tools()).tools
+        listed = json.dumps({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]})
+        surface = "".join(t.name + (t.description or "") + json.dumps(t.input_schema) for t in tools)
+        print(f"tools/list ({len(tools)} tools)                     {size(listed)}")
+        print(f"names + descriptions + input schemas        {size(surface)}")
+        for limit in (5, 10):
+            before, now = [], []
+            for query in QUERIES:
+                result = await client.call_tool("nc_semantic_search", {"query": query, "limit": limit})
+                before.append(pydantic_core.to_json(result.structured_content, indent=2).decode())
+                now.append(result.content[0].text)
+            avg = lambda texts: sum(len(t.encode()) for t in texts) // len(texts)  # noqa: E731
+            print(f"{limit:>2}-hit search text, mean of {len(QUERIES)}: before {avg(before):>6,} B  "
+                  f"now {avg(now):>6,} B  (~{avg(now) // 4:,} tokens)")
+
+
+def main() -> None:
+    from stack import Stack
+
+    with tempfile.TemporaryDirectory() as workdir:
+        stack = Stack(Path(workdir)).start()
+        try:
+            asyncio.run(measure(stack))
+        finally:
+            stack.stop()
+
+
+if __name__ == "__main__":
+    main()
