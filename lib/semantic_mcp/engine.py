@@ -21,6 +21,7 @@ from .config import AdminSettings, Deployment
 from .documents import DOC_TYPES, DocRef
 from .embedding import Embedder, make_embedder
 from .embedding_cache import CachedEmbedder, EmbeddingCache
+from .health import WebhookHealth
 from .indexing.events import plan_event
 from .indexing.pipeline import Pipeline
 from .indexing.reconcile import reconcile_source
@@ -36,7 +37,6 @@ from .search.verify import Verifier
 from .sources import make_sources
 from .sources.base import Source, SourceOptions
 from .store import VectorStore
-from .sync_status import WebhookHealth, sync_status
 
 log = logging.getLogger(__name__)
 
@@ -368,9 +368,6 @@ class Engine:
         await self.nc.aclose()
         self.state.close()
 
-    def status(self, user: str) -> dict[str, Any]:
-        """What the sync-status tool reports to ``user`` (sync_status.py)."""
-        return sync_status(self, user)
 
 
 MISSING_WEBHOOKS_INTERVAL = 60.0

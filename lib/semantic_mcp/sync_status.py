@@ -3,7 +3,6 @@ source, Nextcloud's and the webhooks' health, and which model, store and re-rank
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .documents import DOC_TYPES
@@ -35,7 +34,7 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
             "unreachable_since": iso(health["unreachable_since"]),
             "last_success": iso(health["last_success"]),
         },
-        "webhooks": engine.webhooks.as_dict(),
+        "webhooks": {**engine.webhooks.as_dict(), "checked_at": iso(engine.webhooks.checked_at)},
         "sources": sources,
         "last_event": iso(state["last_event"]),
         "failures": [
@@ -54,17 +53,3 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
         # callers' own; shared ones that could not be re-checked were withheld.
         "verification": dict(engine.verifier.metrics),
     }
-
-
-@dataclass
-class WebhookHealth:
-    """What the last check of our webhook registrations found (the shell checks; the engine reports)."""
-
-    checked_at: float | None = None
-    registered: int = 0
-    missing: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"checked_at": iso(self.checked_at), "registered": self.registered,
-                "missing": list(self.missing), "error": self.error}

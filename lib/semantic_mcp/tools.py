@@ -23,6 +23,7 @@ from .config import READ_SCOPE, WRITE_SCOPE
 from .principal import Principal, PrincipalOf
 from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
+from .sync_status import sync_status
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -98,7 +99,7 @@ def register_sync_tools(
     )
     async def nc_get_vector_sync_status(ctx: Context) -> dict[str, Any]:
         user = principal(ctx).user
-        status = engine.status(user)
+        status = sync_status(engine, user)
         if connected_clients is not None:
             status["connected_clients"] = connected_clients(user)
         return status
