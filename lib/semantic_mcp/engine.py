@@ -21,7 +21,6 @@ from .config import AdminSettings, Deployment
 from .documents import DOC_TYPES, DocRef
 from .embedding import Embedder, make_embedder
 from .embedding_cache import CachedEmbedder, EmbeddingCache
-from .health import WebhookHealth
 from .indexing.events import plan_event
 from .indexing.pipeline import Pipeline
 from .indexing.reconcile import reconcile_source
@@ -37,6 +36,7 @@ from .search.verify import Verifier
 from .sources import make_sources
 from .sources.base import Source, SourceOptions
 from .store import VectorStore
+from .webhook_health import WebhookHealth
 
 log = logging.getLogger(__name__)
 

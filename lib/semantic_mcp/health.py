@@ -30,7 +30,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -394,18 +394,3 @@ def _read(path: Path) -> str:
         return path.read_text().strip()
     except OSError:
         return ""
-
-
-@dataclass
-class WebhookHealth:
-    """What the last check of our webhook registrations found (the shell checks; the sync status reports it,
-    with ``checked_at`` as ISO time)."""
-
-    checked_at: float | None = None
-    registered: int = 0
-    missing: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"checked_at": self.checked_at, "registered": self.registered,
-                "missing": list(self.missing), "error": self.error}
