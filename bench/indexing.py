@@ -60,6 +60,7 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests", ROOT / "bench"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from semantic_mcp.sync_status import sync_status
 from semantic_mcp.documents import DocRef  # noqa: E402
 from semantic_mcp.embedding import make_embedder  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
@@ -248,7 +249,7 @@ async def throughput(n_docs: int, words_per: int) -> list[str]:
             await asyncio.sleep(0.01)
         pipe_wall, pipe_cpu = time.perf_counter() - started, time.process_time() - cpu
         pipe_threads = cpu_by_label(threads_before, thread_cpu())
-        status = engine.status(USER)
+        status = sync_status(engine, USER)
         stored = await asyncio.to_thread(engine.store().count, USER)
         indexed = sum(s["indexed"] for s in status["sources"].values())
         failed = sum(s["failed"] for s in status["sources"].values())

@@ -20,7 +20,13 @@ from urllib.parse import urlsplit
 
 from .clock import Clock
 from .documents import DOC_TYPES, DocType
-from .embedding import REMOTE_CONCURRENCY
+
+# Requests a remote backend has in flight at once (the ``embedding_concurrency`` setting's default).
+# Two already keep a service that answers one request at a time busy (the next one is queued there
+# while the app reads the last answer); four let the pipeline's largest batch (64 documents, ~200
+# chunks, ~4 requests of 64) go out at once, and let a GPU service (TEI, vLLM, Ollama) batch them
+# together. More would only queue at the service and meet a hosted API's rate limit sooner.
+REMOTE_CONCURRENCY = 4
 
 READ_SCOPE = "semantic:read"
 WRITE_SCOPE = "semantic:write"

@@ -17,37 +17,21 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import httpx
 import numpy as np
 import orjson
 
+from .config import REMOTE_CONCURRENCY
 from .embedding_cache import CachedEmbedder, EmbeddingCache
+from .embedding_protocol import Embedder
 
 _PROBE_TEXT = "dimension probe"
 
 
 class EmbeddingError(RuntimeError):
     """A backend could not embed: unreachable server, bad answer, missing model file."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What the pipeline and the retriever need from an embedding model."""
-
-    model_id: str  # stable name of the vector space; collection names derive from it
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, L2-normalised; texts are documents (chunks)."""
-        ...
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """(dim,) float32, L2-normalised; text is a search query."""
-        ...
 
 
 def _normalized(vectors: np.ndarray) -> np.ndarray:
@@ -196,12 +180,6 @@ class MiniLMOnnxEmbedder(_Backend):
         return (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
 
 
-# Requests a remote backend has in flight at once (the ``embedding_concurrency`` setting's default).
-# Two already keep a service that answers one request at a time busy (the next one is queued there
-# while the app reads the last answer); four let the pipeline's largest batch (64 documents, ~200
-# chunks, ~4 requests of 64) go out at once, and let a GPU service (TEI, vLLM, Ollama) batch them
-# together. More would only queue at the service and meet a hosted API's rate limit sooner.
-REMOTE_CONCURRENCY = 4
 
 
 class _RemoteBackend(_Backend):

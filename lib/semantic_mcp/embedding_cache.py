@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .embedding import Embedder
+    from .embedding_protocol import Embedder
 
 
 class EmbeddingCache:

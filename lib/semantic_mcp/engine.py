@@ -38,7 +38,7 @@ from .sources import make_sources
 from .surfaces.companion import Companion
 from .sources.base import Source, SourceOptions
 from .store import VectorStore
-from .sync_status import WebhookHealth, sync_status
+from .webhook_health import WebhookHealth
 
 log = logging.getLogger(__name__)
 
@@ -371,9 +371,6 @@ class Engine:
         await self.nc.aclose()
         self.state.close()
 
-    def status(self, user: str) -> dict[str, Any]:
-        """What the sync-status tool reports to ``user`` (sync_status.py)."""
-        return sync_status(self, user)
 
 
 MISSING_WEBHOOKS_INTERVAL = 60.0

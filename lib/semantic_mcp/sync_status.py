@@ -3,7 +3,6 @@ source, Nextcloud's and the webhooks' health, and which model, store and re-rank
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .documents import DOC_TYPES
@@ -36,7 +35,7 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
             "unreachable_since": iso(health["unreachable_since"]),
             "last_success": iso(health["last_success"]),
         },
-        "webhooks": engine.webhooks.as_dict(),
+        "webhooks": {**engine.webhooks.as_dict(), "checked_at": iso(engine.webhooks.checked_at)},
         "sources": sources,
         "last_event": iso(state["last_event"]),
         "failures": [
@@ -67,16 +66,3 @@ def team_folder_status(engine: Engine, user: str) -> list[dict[str, Any]]:
              "indexed": sum(doc.ref.doc_type == "file" for doc in engine.state.under_location(user, mount))}
             for folder_id, mount in sorted(mounts.items(), key=lambda item: item[1])]
 
-
-@dataclass
-class WebhookHealth:
-    """What the last check of our webhook registrations found (the shell checks; the engine reports)."""
-
-    checked_at: float | None = None
-    registered: int = 0
-    missing: list[str] = field(default_factory=list)
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"checked_at": iso(self.checked_at), "registered": self.registered,
-                "missing": list(self.missing), "error": self.error}

@@ -26,6 +26,7 @@ from .reading_tools import READING_TOOLS, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
 from .compact_output import CompactResultText, LeanToolList
 from .tool_errors import PlainToolErrors
+from .sync_status import sync_status
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -108,7 +109,7 @@ def register_sync_tools(
     )
     async def nc_get_vector_sync_status(ctx: Context) -> dict[str, Any]:
         user = principal(ctx).user
-        status = engine.status(user)
+        status = sync_status(engine, user)
         if connected_clients is not None:
             status["connected_clients"] = connected_clients(user)
         return status

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .tokens import shows_token
 
 if TYPE_CHECKING:
-    from .retrieval import Candidate
+    from .candidates import Candidate
 
 # Below this estimated probability of answering the query a candidate is not returned by default
 # (bench/calibration.py measures what it costs and what it saves, bench/RESULTS.md).

@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Container, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -34,12 +34,12 @@ from ..keyword import KeywordIndex
 from ..language import detect_language
 from ..store import ChunkRecord, VectorStore
 from ..filters import SearchFilters
+from .candidates import Candidate, Leg
 from .calibration import RELATIVE_KEYWORD_WEIGHT, UNCALIBRATED, Calibration, calibration_for
 from .filtered_dense import FilteredDense
 from .noise import NoiseFloor
 
 Mode = Literal["hybrid", "dense", "keyword"]
-Leg = Literal["dense", "keyword"]
 
 
 @dataclass(frozen=True)
@@ -70,25 +70,6 @@ class Fusion:
     def rrf(cls) -> "Fusion":
         """Reciprocal rank fusion as measured: ``rrf_k`` 10, dense 1.0 : keyword 0.75."""
         return cls(method="rrf", keyword_weight=0.75 / 1.75, rrf_k=10)
-
-
-@dataclass
-class Candidate:
-    """One document found, with the chunk that represents it."""
-
-    doc_key: str
-    chunk_id: str
-    text: str
-    metadata: dict[str, Any]
-    score: float  # calibrated P(answers the query) in [0, 1], comparable across queries (see Calibration)
-    dense_score: float | None = None  # cosine similarity of the document's best dense chunk (or, found by
-    # keyword only, of its best keyword chunk; None only when that chunk has no vector)
-    dense_rank: int | None = None  # 1-based rank of the document in the dense leg
-    keyword_rank: int | None = None  # 1-based rank of the document in the keyword leg
-    coverage: float | None = None  # keyword coverage of the representing chunk (KeywordIndex.coverage)
-    above_noise: float | None = None  # its fused evidence minus the query's noise floor (search/noise.py)
-    other_language: bool = False  # its chunk is in another measured language than the query (ADR 0280)
-    legs: tuple[Leg, ...] = field(default_factory=tuple)
 
 
 def _scaled(scores: dict[str, float], top_only: bool = False) -> dict[str, float]:

@@ -17,8 +17,7 @@ from .tables import MAX_COLUMNS, sheet_sections, slide_section
 
 # The three libraries are imported where they are used: together they cost ~0.5 s of CPU, which the
 # app's own process (it only dispatches to the parser processes) need not pay at every start. A parser
-# process imports them up front, before its memory cap is set (parser_process._serve).
-LIBRARIES = ("docx", "docx.table", "openpyxl", "pptx", "pptx.enum.shapes")
+# process imports them up front, before its memory cap is set (parser_process.PRELOAD).
 
 # --- Word -------------------------------------------------------------------------------------
 
