@@ -172,6 +172,8 @@ async def backfill(org: Organisation, stub: EmbeddingStub, label: str, window: f
     cpu = time.process_time() - cpu_started  # the app's process, every thread: what the machine's load does not change
     workers = parser_cpu() - workers_started
     left = engine.state.pending_count()
+    from semantic_mcp.sync_status import sync_status
+
     failed = sum(sum(s["failed"] for s in sync_status(engine, user)["sources"].values()) for user in org.users[:50])
     await engine.stop()
     if not keep:
