@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_quality import CACHE, USER, QueryMemo, build, ndcg, probes, recall  # noqa: E402
 from retrieval_sets import load  # noqa: E402
 
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.search.calibration import CALIBRATIONS, EXACT_MATCH_COVERAGE, Calibration  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 

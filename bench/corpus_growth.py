@@ -32,7 +32,7 @@ from retrieval_quality import CACHE, USER, QueryMemo, build, ndcg  # noqa: E402
 from retrieval_sets import Dataset, load  # noqa: E402
 from structured_items import NOW  # noqa: E402
 
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.search.calibration import default_cut  # noqa: E402
 from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402

@@ -37,10 +37,10 @@ from retrieval_quality import CACHE, USER, QueryMemo, build  # noqa: E402
 from retrieval_sets import Dataset  # noqa: E402
 from structured_items import NOW, card_document, contact_document, event_document, note_document  # noqa: E402
 
-from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.core.documents import DocRef, SourceDocument  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
-from semantic_mcp.language import detect_language  # noqa: E402
+from semantic_mcp.core.language import detect_language  # noqa: E402
 from semantic_mcp.search.intent import apply_intent, read_intent  # noqa: E402
 from semantic_mcp.search.calibration import CALIBRATIONS, NAMED_KIND_CUT_OFF_SHARE, Calibration, default_cut  # noqa: E402
 from semantic_mcp.search.retrieval import Candidate, HybridRetriever  # noqa: E402

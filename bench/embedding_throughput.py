@@ -31,7 +31,7 @@ def words() -> list[str]:
 
 
 def worker(backend: str, threads: int, chars: int) -> dict[str, float]:
-    from semantic_mcp.embedding import make_embedder
+    from semantic_mcp.embedding.backends import make_embedder
 
     pool = words()
     if chars:

@@ -5,7 +5,7 @@ strategy review, a contract template with other figures, a second bakery receipt
 
 What the files hold is in ``formats_contents``; more files on the same topics, answering no question, in
 ``formats_distractors``. Everything is written by code, with the builders the test suite uses
-(tests/office_files.py: openpyxl, python-pptx, odfpy, ebooklib, ``email`` and Pillow for the scans). Each
+(tests/support/office_files.py: openpyxl, python-pptx, odfpy, ebooklib, ``email`` and Pillow for the scans). Each
 question's answer lives in exactly one file, in a cell, a speaker note, a scanned page or a photographed
 receipt, and the question is worded as its owner would ask it, not in the file's words. The questions
 were written before any measurement and not changed after it; ``formats_distractors`` was added after

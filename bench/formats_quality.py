@@ -14,7 +14,7 @@ and photos, per format and per question language, with the misses; OCR character
 against the text that was rendered, per language); OCR speed as the app runs it (one file at a time,
 one thread, nice 10) on the corpus's pages and on a full A4 page; Office documents/s (extraction alone).
 
-    PYTHONPATH=lib:tests python bench/formats_quality.py
+    PYTHONPATH=lib:tests/support python bench/formats_quality.py
 """
 
 from __future__ import annotations
@@ -34,20 +34,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "lib"), str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "lib"), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
 
 from formats_corpus import DOCS, QUESTIONS, Doc, Question  # noqa: E402
 from formats_distractors import DISTRACTORS  # noqa: E402
 from office_files import make_image, render_page  # noqa: E402
-from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.core.documents import DocRef, SourceDocument  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
-from semantic_mcp.keyword import KeywordIndex  # noqa: E402
+from semantic_mcp.stores.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.sources.base import compose_text  # noqa: E402
 from semantic_mcp.sources.extract import Extracted, extract  # noqa: E402
 from semantic_mcp.sources.extract.ocr import OcrOptions  # noqa: E402
-from semantic_mcp.store import VectorStore  # noqa: E402
+from semantic_mcp.stores.vectors import VectorStore  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache" / "embeddings.sqlite"
 USER = "bench"

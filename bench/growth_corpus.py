@@ -15,7 +15,7 @@ import random
 from structured_items import QUESTIONS as ITEM_QUESTIONS
 from structured_items import items, note_document
 
-from semantic_mcp.documents import SourceDocument
+from semantic_mcp.core.documents import SourceDocument
 
 FILLER_SEED = 35
 

@@ -31,7 +31,7 @@ DIM, BATCH, MODEL = 384, 8, "bench-random"
 
 
 def _records(user: str, n: int) -> list:
-    from semantic_mcp.store import ChunkRecord
+    from semantic_mcp.stores.vectors import ChunkRecord
 
     meta = {"doc_type": "file", "title": "t", "location": "/x", "modified": 1, "link": "/x", "version": "v1",
             "chunk_index": 0}
@@ -40,8 +40,8 @@ def _records(user: str, n: int) -> list:
 
 
 def _open(path: Path, threshold: int):  # noqa: ANN202
-    import semantic_mcp.chroma_local as chroma_local
-    from semantic_mcp.store import VectorStore
+    import semantic_mcp.stores.chroma_local as chroma_local
+    from semantic_mcp.stores.vectors import VectorStore
 
     chroma_local.SAVE_INDEX = {"sync_threshold": threshold, "batch_size": min(100, threshold)}
     return VectorStore.embedded(path, MODEL, DIM)

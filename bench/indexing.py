@@ -17,7 +17,7 @@ a. Throughput ratio. ``--docs`` documents (half files, half notes), each one 100
    Chroma, FTS5 and the ledger. Timed from the start of the pass until every document is
    indexed. ratio = pipeline chunks/s / bare chunks/s.
 
-b. Event-to-searchable latency. ``tests/stack.py``'s Stack (fake Nextcloud + the real ExApp
+b. Event-to-searchable latency. ``tests/support/stack.py``'s Stack (fake Nextcloud + the real ExApp
    process, registered through the fake's AppAPI, ``minimal`` seed) with the fake's webhook
    delay set to 0. A file or a note (alternately) holding a unique token is written through
    the fake; latency is measured from the moment the fake's webhook worker starts POSTing the
@@ -56,15 +56,15 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "lib", ROOT, ROOT / "tests", ROOT / "bench"):
+for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", ROOT / "bench"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from semantic_mcp.sync_status import sync_status
-from semantic_mcp.documents import DocRef  # noqa: E402
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.mcp.sync_status import sync_status
+from semantic_mcp.core.documents import DocRef  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
-from semantic_mcp.nextcloud import NextcloudClient  # noqa: E402
+from semantic_mcp.nextcloud.client import NextcloudClient  # noqa: E402
 
 import search_latency as sl  # noqa: E402  (shared corpus, storage preparation and helpers)
 
@@ -157,7 +157,7 @@ async def throughput(n_docs: int, words_per: int) -> list[str]:
     from ex_app.appapi import AppIdentity
     from fake_nextcloud import FakeNextcloud
     from fake_nextcloud.exapps import ExApp
-    from semantic_mcp.config import AdminSettings, Deployment
+    from semantic_mcp.core.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
     from semantic_mcp.sources import make_sources
 

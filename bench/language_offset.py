@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_quality import CACHE, USER, QueryMemo, build, ndcg, recall  # noqa: E402
 from retrieval_sets import ALL_SETS, load  # noqa: E402
 
-from semantic_mcp.documents import DocRef  # noqa: E402
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.core.documents import DocRef  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.search.calibration import CALIBRATIONS, default_cut  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402

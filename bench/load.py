@@ -40,7 +40,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "real")]
+sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests" / "real")]
 
 from kit import RealNextcloud  # noqa: E402
 from realstack import RealStack  # noqa: E402

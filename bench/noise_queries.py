@@ -9,7 +9,7 @@ random tokens themselves (codes, letter salad), through the production ``chunk_r
 1. the choice of ``noise_margin``, on a *tuning* draw of random-token queries (seed ``TUNE_SEED``):
    the share that return anything, and the structured-item questions kept, per margin;
 2. with the shipped margin, on a *separate* draw of 200 queries (``TEST_SEED``, the one
-   tests/test_noise_queries.py uses): the share returning anything, with and without the floor;
+   tests/unit/test_noise_queries.py uses): the share returning anything, with and without the floor;
    the share of exact-token queries (a token of one random note) and of a token plus another random
    token finding their note;
 3. recall@10 at the default cut-off on the judged queries of every benchmark set (``ALL_SETS``), and
@@ -34,8 +34,8 @@ from retrieval_quality import CACHE, USER, QueryMemo, build, probes, recall  # n
 from retrieval_sets import ALL_SETS, Dataset, load  # noqa: E402
 from structured_items import QUESTIONS, items  # noqa: E402
 
-from semantic_mcp.documents import SourceDocument  # noqa: E402
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.core.documents import SourceDocument  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.search.calibration import Calibration, default_cut  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 

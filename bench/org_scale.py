@@ -102,9 +102,9 @@ class Organisation:
     def engine(self, stub: EmbeddingStub | None, storage: Path, users: list[str] | None = None):  # noqa: ANN201
         """The app's ``Engine`` on this organisation: embedding with ``stub``, or without one with the
         app's default local model (as an admin who configured nothing gets)."""
-        from semantic_mcp.config import AdminSettings, Deployment
+        from semantic_mcp.core.config import AdminSettings, Deployment
         from semantic_mcp.engine import Engine
-        from semantic_mcp.nextcloud import NextcloudClient
+        from semantic_mcp.nextcloud.client import NextcloudClient
 
         nc = NextcloudClient(self.url, self.identity.headers_for)
         settings = (AdminSettings(embedding_backend="openai", embedding_url=stub.url, embedding_model="stub")
@@ -134,7 +134,7 @@ async def _until_idle(engine, started: float, window: float = 0, timeout: float 
 
 def parser_cpu() -> float:
     """CPU seconds the app's parser workers have used (chunking runs there too, ADR 0569)."""
-    from semantic_mcp.sources import parser_process
+    from semantic_mcp.workers import parser_process
 
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
@@ -172,7 +172,7 @@ async def backfill(org: Organisation, stub: EmbeddingStub, label: str, window: f
     cpu = time.process_time() - cpu_started  # the app's process, every thread: what the machine's load does not change
     workers = parser_cpu() - workers_started
     left = engine.state.pending_count()
-    from semantic_mcp.sync_status import sync_status
+    from semantic_mcp.mcp.sync_status import sync_status
 
     failed = sum(sum(s["failed"] for s in sync_status(engine, user)["sources"].values()) for user in org.users[:50])
     await engine.stop()
@@ -200,7 +200,7 @@ LOCAL_BEFORE = 1.9
 async def local_slice(org: Organisation, items: int) -> str:
     """f: the smallest users' backfill, about ``items`` items, embedded by the default local model in
     this process, through the whole pipeline (fetch, extract, chunk, embed, Chroma, FTS5, ledger)."""
-    from semantic_mcp.config import AdminSettings
+    from semantic_mcp.core.config import AdminSettings
 
     ranked = sorted(zip(org.counts, org.users))
     before = itertools.accumulate((count for count, _ in ranked), initial=0)  # items of the smaller users
@@ -274,7 +274,7 @@ async def fairness_beside_one_backfill(org: Organisation) -> str:
 async def fairness_beside_everyone(org: Organisation, window: float) -> str:
     """c, the harder case: the whole organisation backfills at once (to its end, or for ``window``
     seconds); a new user with 200 items arrives and an existing user edits a note meanwhile."""
-    from semantic_mcp.documents import DocRef
+    from semantic_mcp.core.documents import DocRef
 
     stub = EmbeddingStub(0.0)
     storage = org.workdir / "storage-c2"
@@ -315,7 +315,7 @@ async def fairness_beside_everyone(org: Organisation, window: float) -> str:
 async def reconciliation(org: Organisation, storage: Path) -> str:
     """d: the app restarted on a finished backfill's index, one reconciliation pass over every user
     (all idle: nothing changed since), counted in the fake's access log."""
-    from semantic_mcp.documents import DOC_TYPES
+    from semantic_mcp.core.documents import DOC_TYPES
     stub = EmbeddingStub(0.0)
     engine = org.engine(stub, storage)
     idle = [user for user, count in zip(org.users, org.counts, strict=True)

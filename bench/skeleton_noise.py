@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "lib"), str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "real")]
+sys.path[:0] = [str(ROOT / "lib"), str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "tests" / "real")]
 
 from semantic_mcp.sources.examples import NEXTCLOUD_32_SKELETON  # noqa: E402
 from stack import APP_ID, Stack  # noqa: E402

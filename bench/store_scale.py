@@ -25,11 +25,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from semantic_mcp.documents import DOC_TYPES  # noqa: E402
-from semantic_mcp.keyword import KeywordIndex  # noqa: E402
-from semantic_mcp.filters import SearchFilters  # noqa: E402
+from semantic_mcp.core.documents import DOC_TYPES  # noqa: E402
+from semantic_mcp.stores.keyword import KeywordIndex  # noqa: E402
+from semantic_mcp.core.filters import SearchFilters  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
-from semantic_mcp.store import ChunkRecord, VectorStore  # noqa: E402
+from semantic_mcp.stores.vectors import ChunkRecord, VectorStore  # noqa: E402
 
 DIM = 384
 USER = "scale-user"

@@ -31,8 +31,8 @@ from fake_nextcloud.seed import event_ics, vcard  # noqa: E402
 from retrieval_quality import CACHE, USER, QueryMemo, build  # noqa: E402
 from retrieval_sets import Dataset  # noqa: E402
 
-from semantic_mcp.documents import SourceDocument  # noqa: E402
-from semantic_mcp.embedding import make_embedder  # noqa: E402
+from semantic_mcp.core.documents import SourceDocument  # noqa: E402
+from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.search.calibration import default_cut  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.sources.calendar import document_from_ics  # noqa: E402

@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from store_scale import DIM, FixedEmbedder, synthetic  # noqa: E402
 
-from semantic_mcp.keyword import KeywordIndex  # noqa: E402
+from semantic_mcp.stores.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
-from semantic_mcp.store import ChunkRecord, VectorStore  # noqa: E402
+from semantic_mcp.stores.vectors import ChunkRecord, VectorStore  # noqa: E402
 
 FOLDER = "team-folder-1"
 BATCH = 1000

@@ -1,6 +1,6 @@
 """What the app's MCP output costs a client's model (issue 35, item 4): prints bytes and ~tokens (bytes / 4).
 
-Starts the app against the fake Nextcloud with the demo data (as tests/stack.py does), then measures
+Starts the app against the fake Nextcloud with the demo data (as tests/support/stack.py does), then measures
 tools/list, the tools' names + descriptions + input schemas, and the text block of typical 5- and 10-hit
 searches. "before" is the text the SDK renders by itself (indent=2, nulls kept); "now" is what is sent.
 

@@ -21,7 +21,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from semantic_mcp.config import DeploymentError
+from semantic_mcp.core.config import DeploymentError
 
 log = logging.getLogger(__name__)
 

@@ -25,20 +25,20 @@ from nc_py_api.ex_app import set_handlers
 from nc_py_api.ex_app.ui.settings import SettingsForm
 from nc_py_api.ex_app.uvicorn_fastapi import run_app
 
-from semantic_mcp.accounts import DataHolder
-from semantic_mcp.config import AdminSettings, Deployment, DeploymentError
-from semantic_mcp.sources import parser_process
+from semantic_mcp.nextcloud.accounts import DataHolder
+from semantic_mcp.core.config import AdminSettings, Deployment, DeploymentError
+from semantic_mcp.workers import parser_process
 from semantic_mcp.engine import Engine
 from semantic_mcp.indexing.events import MalformedEvent
-from semantic_mcp.logsafe import configure_logging
-from semantic_mcp.storage_modes import keep_private
+from semantic_mcp.core.logsafe import configure_logging
+from semantic_mcp.core.storage_modes import keep_private
 from semantic_mcp.surfaces.search_bar import BadRequest, read_request, search_bar
-from semantic_mcp.health import NextcloudHealth
-from semantic_mcp.nextcloud import CredentialsRefused, NextcloudClient, Unavailable
+from semantic_mcp.nextcloud.health import NextcloudHealth
+from semantic_mcp.nextcloud.client import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.oauth import AuthorizationServer
 from semantic_mcp.operating import audit
 from semantic_mcp.operating.audit import APP_PASSWORD
-from semantic_mcp.tools import Principal, build_server
+from semantic_mcp.mcp.tools import Principal, build_server
 
 from .appapi import (
     AppAPIAuth,

@@ -30,8 +30,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
-from semantic_mcp.nextcloud import NextcloudClient
+from semantic_mcp.core.config import READ_SCOPE, WRITE_SCOPE
+from semantic_mcp.nextcloud.client import NextcloudClient
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, OAuthError, RedirectableError
 from semantic_mcp.oauth.binding import GRANT_SECONDS
 

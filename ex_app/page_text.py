@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE
+from semantic_mcp.core.config import READ_SCOPE, WRITE_SCOPE
 
 EN = {
     "consent_title": "Connect {client} to {instance}?",

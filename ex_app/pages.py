@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from starlette.responses import HTMLResponse
 
-from semantic_mcp.nextcloud import NextcloudClient
+from semantic_mcp.nextcloud.client import NextcloudClient
 
 from .page_text import TEXTS
 

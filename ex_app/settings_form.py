@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nc_py_api.ex_app.ui.settings import SettingsField, SettingsFieldType, SettingsForm
 
-from semantic_mcp.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
+from semantic_mcp.core.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 
 FORM_ID = "semantic_mcp_admin"
 PERSONAL_FORM_ID = "semantic_mcp_personal"

@@ -2,7 +2,7 @@
 registrations kept in place.
 
 nc_py_api has its own HTTP session, so its calls do not pass through
-:class:`~semantic_mcp.nextcloud.NextcloudClient`; :func:`guarded` gives them the same rules: nothing
+:class:`~semantic_mcp.nextcloud.client.NextcloudClient`; :func:`guarded` gives them the same rules: nothing
 is sent while Nextcloud is unavailable or refuses the app, and a 401, 429, 5xx or no answer pauses
 everyone. Webhook deliveries that fail are never retried by Nextcloud, and a registration that
 failed (or was removed) leaves the app deaf without a word, so :func:`ensure_webhooks` checks the
@@ -23,8 +23,8 @@ import niquests
 from nc_py_api import AsyncNextcloudApp, NextcloudException
 
 from semantic_mcp.engine import Engine
-from semantic_mcp.health import CredentialCheck, NextcloudHealth, Paused
-from semantic_mcp.nextcloud import CredentialsRefused, Unavailable
+from semantic_mcp.nextcloud.health import CredentialCheck, NextcloudHealth, Paused
+from semantic_mcp.nextcloud.client import CredentialsRefused, Unavailable
 
 log = logging.getLogger("semantic_mcp")
 

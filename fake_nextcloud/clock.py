@@ -2,7 +2,7 @@
 dates, webhook times) and the seed's "next week" read it, nothing else.
 
 Tests start it at another instant (a month end, a year end, a leap day) and give the app the same
-shift (``APP_CLOCK_SHIFT_SECONDS``, see :mod:`semantic_mcp.clock`), so the seed, the server and the
+shift (``APP_CLOCK_SHIFT_SECONDS``, see :mod:`semantic_mcp.core.clock`), so the seed, the server and the
 app agree on what "now" is. It keeps ticking from there, as a real server's clock does.
 """
 

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Helpers (support/) and the few test modules that others import, by bare name from any tier.
+_HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE / folder) for folder in ('support', 'unit', 'app', 'security', 'real', 'harp')]
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from fixtures_fake_nextcloud import (  # noqa: E402,F401  (re-exported fixtures)

@@ -17,17 +17,17 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .accounts import AccountDirectory, DataHolder
-from .config import AdminSettings, Deployment
-from .documents import DOC_TYPES, DocRef
-from .embedding import Embedder, make_embedder
-from .embedding_cache import CachedEmbedder, EmbeddingCache
+from .nextcloud.accounts import AccountDirectory, DataHolder
+from .core.config import AdminSettings, Deployment
+from .core.documents import DOC_TYPES, DocRef
+from .embedding.backends import Embedder, make_embedder
+from .embedding.cache import CachedEmbedder, EmbeddingCache
 from .indexing.events import plan_event
 from .indexing.pipeline import Pipeline
 from .indexing.reconcile import reconcile_source
 from .indexing.state import IndexState
-from .keyword import KeywordIndex
-from .nextcloud import NextcloudClient
+from .stores.keyword import KeywordIndex
+from .nextcloud.client import NextcloudClient
 from .search import rerank
 from .search.assistant import NextcloudAssistant
 from .search.retrieval import Fusion, HybridRetriever
@@ -37,8 +37,8 @@ from .search.verify import Verifier
 from .sources import make_sources
 from .surfaces.companion import Companion
 from .sources.base import Source, SourceOptions
-from .store import VectorStore
-from .webhook_health import WebhookHealth
+from .stores.vectors import VectorStore
+from .nextcloud.webhook_health import WebhookHealth
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ import sys
 from PIL import Image, ImageDraw, ImageFont
 
 import ex_app.main  # noqa: F401 - everything the app imports at start must be there
-from semantic_mcp.embedding import make_embedder
+from semantic_mcp.embedding.backends import make_embedder
 from semantic_mcp.sources.extract import OcrOptions, extract
 from semantic_mcp.sources.extract.ocr import LANGUAGES, installed_languages
-from semantic_mcp.store import ChunkRecord, VectorStore
+from semantic_mcp.stores.vectors import ChunkRecord, VectorStore
 
 DOCS = {
     "note:1": "The puffin survey on Runde needs two kayaks and a drone permit by March.",

@@ -13,7 +13,7 @@ from typing import Any
 from mcp_types import ErrorData
 from stack import Stack
 
-from semantic_mcp.logsafe import MAX_MESSAGE_CHARS, SafeFormatter
+from semantic_mcp.core.logsafe import MAX_MESSAGE_CHARS, SafeFormatter
 
 USER = "mallory"
 FORGED = "2026-11-25 09:00:00,000 ERROR semantic_mcp: admin password reset by alice"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from stack import Stack
 
-from semantic_mcp.storage_modes import keep_private
+from semantic_mcp.core.storage_modes import keep_private
 
 
 def wider_than_owner(root: Path) -> list[str]:

@@ -15,9 +15,9 @@ import pytest
 from scripted_model import ScriptedModel
 from stack import Stack
 
-from semantic_mcp.documents import valid_source_id
-from semantic_mcp.health import NextcloudHealth
-from semantic_mcp.nextcloud import NextcloudClient, NotFound
+from semantic_mcp.core.documents import valid_source_id
+from semantic_mcp.nextcloud.health import NextcloudHealth
+from semantic_mcp.nextcloud.client import NextcloudClient, NotFound
 from semantic_mcp.sources import make_sources
 
 ALICES = {"Dentist appointment", "Carol Jones", "Pancakes", "Proposal.docx", "Project plan.md",

@@ -21,11 +21,11 @@ import pytest
 from fake_nextcloud import FakeNextcloud
 from fake_nextcloud.exapps import ExApp
 from oauth_support import REDIRECT_URI, Clock, clock, pkce  # noqa: F401 (fixture)
-from semantic_mcp.accounts import CACHE_SECONDS, AccountDirectory, DataHolder
-from semantic_mcp.config import AdminSettings
-from semantic_mcp.documents import DocRef
+from semantic_mcp.nextcloud.accounts import CACHE_SECONDS, AccountDirectory, DataHolder
+from semantic_mcp.core.config import AdminSettings
+from semantic_mcp.core.documents import DocRef
 from semantic_mcp.indexing.state import IndexState
-from semantic_mcp.nextcloud import NextcloudClient
+from semantic_mcp.nextcloud.client import NextcloudClient
 from semantic_mcp.oauth import AccountUnconfirmed, AuthorizationServer, ClientRegistry, OAuthError, OAuthStore
 from semantic_mcp.oauth.binding import GRANT_SECONDS
 from semantic_mcp.oauth.server import REFRESH_TOKEN_SECONDS

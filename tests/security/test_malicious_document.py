@@ -22,7 +22,7 @@ from stack import APP_ID, Stack
 
 from semantic_mcp.sources.calendar import document_from_ics
 from semantic_mcp.sources.extract import ODT_MIME, UnsupportedContent, extract, extract_text
-from semantic_mcp.sources.parser_process import ParserFailed, ParserPool
+from semantic_mcp.workers.parser_process import ParserFailed, ParserPool
 
 ALICE, BOB = "alice", "bob"
 TIMEOUT, MEMORY_MB = 3, 100  # the parser bounds these stacks run with (PARSER_TIMEOUT_SECONDS, PARSER_MEMORY_MB)

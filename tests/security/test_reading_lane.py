@@ -1,6 +1,6 @@
 """One user hammering the reading tool must not delay indexing or another user (second review,
 issue 36): reads parse in their own lane, one at a time per user, once per item version, and a
-version whose parse failed is refused at once (lib/semantic_mcp/reading_lane.py)."""
+version whose parse failed is refused at once (lib/semantic_mcp/mcp/reading_lane.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from semantic_mcp import reading
-from semantic_mcp.documents import SourceDocument
-from semantic_mcp.reading_lane import LANE, ReadingLane
-from semantic_mcp.sources import parser_process
+from semantic_mcp.mcp import reading
+from semantic_mcp.core.documents import SourceDocument
+from semantic_mcp.mcp.reading_lane import LANE, ReadingLane
+from semantic_mcp.workers import parser_process
 from semantic_mcp.sources.parse_failures import FAILURES
-from semantic_mcp.sources.parser_process import ParserFailed
+from semantic_mcp.workers.parser_process import ParserFailed
 
 
 class SlowFiles:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..documents import SourceDocument
+from ..core.documents import SourceDocument
 
 DEFAULT_MAX_CHARS = 1100
 DEFAULT_OVERLAP = 150

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..documents import DocRef, DocType
+from ..core.documents import DocRef, DocType
 from ..sources.files import is_in_notes_folder, is_note_path, user_relative_path
 from ..sources.team_folders import mount_at
 from .state import IndexState

@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..documents import DocRef, Skipped, SourceDocument
-from ..embedding import Embedder
-from ..keyword import KeywordIndex
-from ..nextcloud import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
+from ..core.documents import DocRef, Skipped, SourceDocument
+from ..embedding.backends import Embedder
+from ..stores.keyword import KeywordIndex
+from ..nextcloud.client import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
 from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
-from ..sources.parser_process import ParserFailed, parse_owner, run_parser
-from ..store import ChunkRecord, VectorStore
+from ..workers.parser_process import ParserFailed, parse_owner, run_parser
+from ..stores.vectors import ChunkRecord, VectorStore
 from .records import chunk_batch
 from .stages import Stages
 from .state import OCR_PAYLOAD, IndexState, Task

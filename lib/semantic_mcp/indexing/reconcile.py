@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..documents import DocRef, DocType
-from ..nextcloud import NextcloudClient, NextcloudError
+from ..core.documents import DocRef, DocType
+from ..nextcloud.client import NextcloudClient, NextcloudError
 from ..sources.base import Listing, Source
 from .state import IndexState
 

@@ -6,8 +6,8 @@ Pure functions of the document, so the same document always gives the same recor
 
 from __future__ import annotations
 
-from ..documents import ChunkRecord, DocRef, SourceDocument
-from ..language import document_language
+from ..core.documents import ChunkRecord, DocRef, SourceDocument
+from ..core.language import document_language
 from .chunking import Chunk, chunk_document
 
 ITEM_FIELDS = ("rrule", "tzid", "done", "email", "phone", "address", "company")

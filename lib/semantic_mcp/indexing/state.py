@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..documents import DocRef, DocType
+from ..core.documents import DocRef, DocType
 from .team_folder_records import TEAM_FOLDERS_SCHEMA, TeamFolderRecords
 from .turns import Turns
 from .user_records import UserRecords

@@ -1,6 +1,6 @@
 """A grant holds only while the account that made it does (ADR 0500).
 
-Every token use and refresh asks (through :class:`~semantic_mcp.accounts.AccountDirectory`, which
+Every token use and refresh asks (through :class:`~semantic_mcp.nextcloud.accounts.AccountDirectory`, which
 caches an answer a minute) whether the grant's account is still enabled and still the same person:
 grants keep the account's identity (its first-login time) from the consent, so a uid deleted and
 given to someone new never inherits one. A disabled or deleted account's grants are all revoked;
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from ..accounts import Account
+from ..nextcloud.accounts import Account
 from ..operating import audit
 from .errors import OAuthError
 from .store import Grant, OAuthStore

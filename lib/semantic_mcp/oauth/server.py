@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from ..config import AdminSettings
+from ..core.config import AdminSettings
 from .binding import GRANT_SECONDS, AccountBinding, Accounts, grant_end
 from .clients import Client, ClientRegistry, MetadataPolicy
 from .errors import OAuthError, RedirectableError

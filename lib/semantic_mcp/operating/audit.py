@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..logsafe import printable
+from ..core.logsafe import printable
 
 AUDIT = logging.getLogger("semantic_mcp.audit")
 LOG_ENDPOINT = "/ocs/v1.php/apps/app_api/api/v1/log"

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..nextcloud import NextcloudClient, NextcloudError
+from ..nextcloud.client import NextcloudClient, NextcloudError
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..filters import SearchFilters
-from ..keyword import KeywordIndex
-from ..store import Hit, VectorStore
+from ..core.filters import SearchFilters
+from ..stores.keyword import KeywordIndex
+from ..stores.vectors import Hit, VectorStore
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..documents import DocType
+from ..core.documents import DocType
 from .item_fields import Due, read_due
 from .time_words import Direction, Window, read_direction, read_window
 

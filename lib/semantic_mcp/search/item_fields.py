@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from icalendar.prop import vRecur
 
-from ..filters import SearchFilters
+from ..core.filters import SearchFilters
 from ..sources.calendar import next_occurrence
 
 Due = Literal["overdue", "soon"]

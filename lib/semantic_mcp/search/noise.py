@@ -19,9 +19,9 @@ import threading
 
 import numpy as np
 
-from ..embedding import Embedder
+from ..embedding.backends import Embedder
 
-# Written by hand, not drawn from the generator bench/noise_queries.py and tests/test_noise_queries.py
+# Written by hand, not drawn from the generator bench/noise_queries.py and tests/unit/test_noise_queries.py
 # use: a floor built from the test's own distribution would pass its test and nothing else.
 MEANINGLESS = (
     "asdfgh jkl",

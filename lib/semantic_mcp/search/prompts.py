@@ -21,7 +21,7 @@ from mcp.server.mcpserver.resolve import Sample
 from mcp_types import SamplingMessage, TextContent
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from ..documents import DOC_TYPES, DocType
+from ..core.documents import DOC_TYPES, DocType
 from .grounding import datamark
 
 ANALYSIS_MAX_TOKENS = 300

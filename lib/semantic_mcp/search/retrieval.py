@@ -28,12 +28,12 @@ from typing import Literal
 
 import numpy as np
 
-from ..documents import chunk_doc_key
-from ..embedding import Embedder
-from ..keyword import KeywordIndex
-from ..language import detect_language
-from ..store import ChunkRecord, VectorStore
-from ..filters import SearchFilters
+from ..core.documents import chunk_doc_key
+from ..embedding.backends import Embedder
+from ..stores.keyword import KeywordIndex
+from ..core.language import detect_language
+from ..stores.vectors import ChunkRecord, VectorStore
+from ..core.filters import SearchFilters
 from .candidates import Candidate, Leg
 from .calibration import RELATIVE_KEYWORD_WEIGHT, UNCALIBRATED, Calibration, calibration_for
 from .filtered_dense import FilteredDense

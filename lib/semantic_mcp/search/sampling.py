@@ -33,7 +33,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CreateMessageRequest, CreateMessageResult, TextContent
 from mcp_types.version import is_version_at_least
 
-from ..principal import Principal
+from ..core.principal import Principal
 
 log = logging.getLogger(__name__)
 

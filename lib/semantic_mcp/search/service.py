@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..filters import SearchFilters
+from ..core.filters import SearchFilters
 from .intent import QueryIntent, apply_intent
 from .item_fields import FOLLOWING, at_search_time, due_filters, due_first, reach_line
 from .rerank import Reranker
@@ -62,7 +62,7 @@ class SearchHit(BaseModel):
         "your own items"))
 
 
-# The two search tools' structured results (lib/semantic_mcp/search_tools.py).
+# The two search tools' structured results (lib/semantic_mcp/mcp/search_tools.py).
 
 
 class SearchResult(BaseModel):

@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..documents import DocRef
-from ..nextcloud import NextcloudClient
+from ..core.documents import DocRef
+from ..nextcloud.client import NextcloudClient
 from ..sources.base import Source
 from ..surfaces.companion import Companion
 

@@ -6,7 +6,7 @@ it here.
 
 from __future__ import annotations
 
-from ..documents import DocType
+from ..core.documents import DocType
 from .base import Listing, Source, SourceOptions
 from .calendar import CalendarSource
 from .contacts import ContactsSource

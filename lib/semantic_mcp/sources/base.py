@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ..clock import Clock
-from ..documents import DocType, Skipped, SourceDocument, valid_source_id
-from ..nextcloud import NextcloudClient, NotFound, Transient
+from ..core.clock import Clock
+from ..core.documents import DocType, Skipped, SourceDocument, valid_source_id
+from ..nextcloud.client import NextcloudClient, NotFound, Transient
 from .extract.common import MAX_CHARS as MAX_TEXT_CHARS
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def owner_extra(owner: str | None) -> dict[str, str]:
 
 def checked_id(doc_type: DocType, source_id: str) -> str:
     """``source_id`` if it has its type's exact shape, else :class:`NotFound` (no such item can
-    exist): called wherever an id becomes part of a URL (see :func:`~semantic_mcp.documents.valid_source_id`)."""
+    exist): called wherever an id becomes part of a URL (see :func:`~semantic_mcp.core.documents.valid_source_id`)."""
     if not valid_source_id(doc_type, source_id):
         raise NotFound(f"{doc_type} id {source_id[:80]!r} is not of the shape its ids have", 404)
     return source_id
@@ -161,7 +161,7 @@ class Source(abc.ABC):
     async def can_read(self, nc: NextcloudClient, user: str, source_id: str) -> bool:
         """True when ``user`` can still open the document, False when it is gone or forbidden.
 
-        Raises :class:`~semantic_mcp.nextcloud.Transient` when Nextcloud cannot say right now.
+        Raises :class:`~semantic_mcp.nextcloud.client.Transient` when Nextcloud cannot say right now.
         The default fetches the document; sources override it with a cheaper request.
         """
         return await is_readable(self.fetch(nc, user, source_id))
@@ -189,7 +189,7 @@ class Source(abc.ABC):
 async def is_readable(request: Awaitable[object]) -> bool:
     """Await a request made as the user: True if it succeeds, False if Nextcloud says gone or forbidden.
 
-    :class:`~semantic_mcp.nextcloud.Transient` propagates: "cannot say now" is not "no access".
+    :class:`~semantic_mcp.nextcloud.client.Transient` propagates: "cannot say now" is not "no access".
     """
     try:
         await request

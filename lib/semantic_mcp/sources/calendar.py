@@ -15,8 +15,8 @@ from typing import Any
 
 from icalendar import Calendar, Event
 
-from ..documents import SourceDocument, Skipped
-from ..nextcloud import DavEntry, NotFound, strip_etag
+from ..core.documents import SourceDocument, Skipped
+from ..nextcloud.client import DavEntry, NotFound, strip_etag
 from .base import compose_gist, compose_text, owner_extra
 from .dav_sync import DavSyncSource, collection_owner
 from .examples import EXAMPLE_EVENT_REASON, is_calendar_example_event

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..documents import SourceDocument, Skipped
-from ..nextcloud import DavEntry, strip_etag
+from ..core.documents import SourceDocument, Skipped
+from ..nextcloud.client import DavEntry, strip_etag
 from .base import compose_gist, compose_text
 from .dav_sync import DavSyncSource
 from .examples import EXAMPLE_CONTACT_REASON, is_contact_example

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 from xml.sax.saxutils import escape
 
-from ..documents import SourceDocument, Skipped, valid_source_id
-from ..nextcloud import (
+from ..core.documents import SourceDocument, Skipped, valid_source_id
+from ..nextcloud.client import (
     DavEntry,
     NextcloudClient,
     NextcloudError,
@@ -32,7 +32,7 @@ from ..nextcloud import (
     strip_etag,
 )
 from .base import Listing, Source, SourceOptions, checked_id, exclusion, is_readable, owner_extra
-from .parser_process import ParserFailed, run_parser
+from ..workers.parser_process import ParserFailed, run_parser
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..documents import Skipped, SourceDocument, valid_source_id
-from ..nextcloud import NextcloudClient, NotFound, Transient
+from ..core.documents import Skipped, SourceDocument, valid_source_id
+from ..nextcloud.client import NextcloudClient, NotFound, Transient
 from .base import Listing, Source, SourceOptions, checked_id, compose_gist, compose_text, owner_extra
 from .examples import EXAMPLE_CARD_REASON, is_deck_example_card
 

@@ -5,7 +5,7 @@ count is decided in one place, :meth:`FilesSource._exclusion`: folders, notes (`
 the notes folder, which the notes source indexes), admin-excluded paths, files with the excluded
 system tag and types without text are not documents of this source. Listings leave them out;
 :meth:`FilesSource.fetch`, which a webhook may call for any file, reports them as
-:class:`~semantic_mcp.documents.Skipped`. Files over the size limit are listed, so the status tool
+:class:`~semantic_mcp.core.documents.Skipped`. Files over the size limit are listed, so the status tool
 can say which ones were too large.
 """
 
@@ -20,8 +20,8 @@ from urllib.parse import quote
 
 import httpx
 
-from ..documents import Skipped, SourceDocument, valid_source_id
-from ..nextcloud import (
+from ..core.documents import Skipped, SourceDocument, valid_source_id
+from ..nextcloud.client import (
     DavEntry,
     NextcloudClient,
     NextcloudError,
@@ -36,7 +36,7 @@ from .base import Listing, Source, compose_text, exclusion, is_readable, owner_e
 from .examples import EXAMPLE_FILE_REASON, is_nextcloud_example
 from .extract import NeedsOcr, OcrOptions, UnsupportedContent, content_kind
 from .extract.ocr import READ_OCR_PAGES, READ_OCR_SECONDS
-from .parser_process import ParserFailed, run_parser
+from ..workers.parser_process import ParserFailed, run_parser
 from .team_folders import team_folder_mounts
 
 _NOTE_SUFFIXES = (".md", ".txt")  # what the Notes app treats as notes; other files in its folder are files

@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..documents import SourceDocument, Skipped
-from ..nextcloud import NextcloudClient, http_date_to_ts
+from ..core.documents import SourceDocument, Skipped
+from ..nextcloud.client import NextcloudClient, http_date_to_ts
 from .base import Listing, Source, checked_id, compose_text, is_readable, owner_extra
 from .files import FileInfo, lookup_file, lookup_files, readable_by_file_id
 

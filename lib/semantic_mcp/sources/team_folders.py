@@ -14,7 +14,7 @@ app allows but its UI does not offer, is found by full reconciliation only).
 
 from __future__ import annotations
 
-from ..nextcloud import NextcloudClient, dav_body, prop_xml
+from ..nextcloud.client import NextcloudClient, dav_body, prop_xml
 
 _MOUNT_PROPS = ("oc:fileid", "nc:group-folder-id")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..filters import SearchFilters
+from ..core.filters import SearchFilters
 from ..search.intent import read_intent
 
 if TYPE_CHECKING:

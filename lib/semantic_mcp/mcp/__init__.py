@@ -1,0 +1,1 @@
+"""The MCP side: the server's tools (search, reading), reading a document, the sync status."""

@@ -1,0 +1,80 @@
+"""The reading tool's own lane: reads never delay indexing or another user (issue 36, ADR 0322).
+
+A read used to parse the file again on every call and every page, in the parser workers indexing
+uses, with no bound per user: one user calling it twice a minute on a slow file kept another user's
+edited note out of the index for minutes. Now:
+
+* **its own workers**: every parse a read causes runs in the ``read`` parser lane (two workers at a
+  lower CPU priority, ``parser_process.pool``), never in indexing's;
+* **one parse at a time per user**: a user's reads wait for his own earlier ones, not anyone else's;
+  so one user holds at most one of the lane's workers;
+* **remembered by item and version**: what a read extracted is kept for the next page and the next
+  call while the item's version (ETag, asked of Nextcloud as the reader on every call: access is
+  always re-checked) is unchanged; a version whose parse failed is refused at once with the reason
+  (``parse_failures.FAILURES``, shared with indexing);
+* **OCR bounded per read**: at most ``READ_OCR_PAGES`` pages and ``READ_OCR_SECONDS`` (sources/extract/ocr.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from ..core.documents import SourceDocument
+from ..workers import parser_process
+
+MAX_REMEMBERED_CHARS = 50_000_000  # of extracted text, all users together (about 100 MB at worst)
+PER_USER_PARSES = 1
+
+
+class ReadingLane:
+    def __init__(self, max_chars: int = MAX_REMEMBERED_CHARS) -> None:
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+        self._texts: OrderedDict[tuple[str, str], SourceDocument] = OrderedDict()
+        self._chars = 0
+        self._slots: dict[str, asyncio.Semaphore] = {}
+
+    def remembered(self, user: str, doc_id: str, version: str) -> SourceDocument | None:
+        """What ``user`` read of ``doc_id`` when it is still this version."""
+        if not version:
+            return None
+        with self._lock:
+            doc = self._texts.get((user, doc_id))
+            if doc is None or doc.version != version:
+                return None
+            self._texts.move_to_end((user, doc_id))
+            return doc
+
+    def remember(self, user: str, doc_id: str, doc: SourceDocument) -> None:
+        if not doc.version or len(doc.text) > self._max_chars:
+            return
+        with self._lock:
+            old = self._texts.pop((user, doc_id), None)
+            self._chars += len(doc.text) - (len(old.text) if old else 0)
+            self._texts[(user, doc_id)] = doc
+            while self._chars > self._max_chars:
+                _, dropped = self._texts.popitem(last=False)
+                self._chars -= len(dropped.text)
+
+    def forget_user(self, user: str) -> None:
+        with self._lock:
+            for key in [key for key in self._texts if key[0] == user]:
+                self._chars -= len(self._texts.pop(key).text)
+
+    @asynccontextmanager
+    async def parsing(self, user: str) -> AsyncIterator[None]:
+        """Hold one of ``user``'s parse slots, with every parse inside going to the reading lane."""
+        slot = self._slots.setdefault(user, asyncio.Semaphore(PER_USER_PARSES))
+        async with slot:
+            lane = parser_process.default_lane.set("read")
+            try:
+                yield
+            finally:
+                parser_process.default_lane.reset(lane)
+
+
+LANE = ReadingLane()

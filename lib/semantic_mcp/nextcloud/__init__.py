@@ -1,0 +1,1 @@
+"""The Nextcloud side: the HTTP client, its health and the webhooks', the accounts."""

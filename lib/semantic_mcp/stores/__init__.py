@@ -1,0 +1,1 @@
+"""Where chunks are kept: the vector store (Chroma) and the keyword index (SQLite FTS5)."""

@@ -1,0 +1,1 @@
+"""The bounded parser processes that every document parser runs in."""
