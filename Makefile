@@ -58,8 +58,10 @@ venv: $(STAMP)
 # Two workers: the fast tier on one, the HaRP and real tiers on the other (tests/conftest.py schedules them);
 # the Nextcloud tiers mostly wait on PHP and Docker, so the two share 2 cores well.
 TEST_WORKERS ?= 2
+# TIER=unit|app|security|real|harp runs one tier (a folder of tests/); without it, all of them.
+TIER ?=
 test: $(STAMP) browser ocr-tools harp-tools real-nextcloud
-	PYTHONPATH=lib:. $(PY) -m pytest -n $(TEST_WORKERS)
+	PYTHONPATH=lib:. $(PY) -m pytest -n $(TEST_WORKERS) $(if $(TIER),tests/$(TIER))
 
 # Installs PHP from Debian's packages if missing (CI runs as root); ~1 min the first time, then reused.
 real-nextcloud:
@@ -77,7 +79,7 @@ harp-tools:
 	    docker.io debootstrap haproxy); \
 	else echo "not root or ../shared/harp missing: the HaRP tier (tests/harp) will be skipped"; fi
 
-# OCR (tests/test_ocr.py, the app the real tier runs) uses Tesseract from Debian's packages, as the image does.
+# OCR (tests/app/test_ocr.py, the app the real tier runs) uses Tesseract from Debian's packages, as the image does.
 ocr-tools:
 	@command -v tesseract >/dev/null 2>&1 && tesseract --list-langs 2>/dev/null | grep -q '^spa$$' || \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
@@ -114,7 +116,7 @@ bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/skeleton_noise.py
 	PYTHONPATH=lib:. $(PY) bench/org_scale.py
 	PYTHONPATH=lib:. $(PY) bench/index_saving.py
-	PYTHONPATH=lib:tests $(PY) bench/formats_quality.py
+	PYTHONPATH=lib:tests/support $(PY) bench/formats_quality.py
 
 # Concurrent searches through a real Nextcloud's AppAPI proxy (the real tier's instance).
 bench-load: $(STAMP) real-nextcloud

@@ -23,6 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from growth_corpus import filler  # noqa: E402
 
+# 300 files through WebDAV and their indexing on a busy 2-core machine take longer than one test's 300 s.
+pytestmark = pytest.mark.timeout(1500)
+
 GROWTH = 300
 OWN = {
     "Documents/Budget 2026.md": "# Budget 2026\n\n| Line | Amount |\n|---|---|\n| Rent | 14,400 EUR |\n"
