@@ -48,8 +48,8 @@ COPY requirements.txt .
 # used: ADR 0280) and its C sources; onnxruntime's C library for other languages' bindings
 # (35 MB: its Python module links its own copy) and its model-conversion tools; uvloop (uvicorn runs
 # on asyncio's loop without it); rich and pygments (only httpx's command line and Chroma's `chroma`
-# command use them; markdown-it-py, rich's parser, stays: the answer filter parses with it); qh3 (HTTP/3 for niquests, optional there); pip/setuptools once installed; the
-# packages' test suites.
+# command use them; markdown-it-py, rich's parser, stays: the answer filter parses with it); qh3 (HTTP/3
+# for niquests, optional there); pip/setuptools once installed; the packages' test suites.
 # tests/harp/test_harp_image.py runs the default model, MiniLM, OCR and a Chroma server on this image.
 RUN python3 -m venv /opt/venv && pip install --no-cache-dir --no-compile -r requirements.txt \
     && pip uninstall -y -q kubernetes requests-oauthlib oauthlib websocket-client durationpy \
