@@ -392,7 +392,7 @@ class Pipeline:
         def claim_more() -> None:  # a batch's worth beside those carried (at most a few batches in flight)
             nonlocal claimed
             room = min(self.batch_size - claimed, CARRIED_BATCHES * self.batch_size - len(pending))
-            if room > 0:
+            if room > 0 and self.nc.health.usable:  # paused: nothing more is claimed, no attempt spent
                 tasks = self.state.claim(room, lane)
                 claimed += len(tasks)
                 pending.extend((task, asyncio.ensure_future(self._fetch_in(slots, task))) for task in tasks)
