@@ -57,6 +57,9 @@ SERVED_ROUTES: dict[str, frozenset[str]] = {
     "/oauth/register": frozenset({"POST"}),
     "/oauth/revoke": frozenset({"POST"}),
     "/oauth/clients": frozenset({"GET", "POST"}),
+    "/occ/status": frozenset({"POST"}),  # occ semantic_mcp:status, through exAppRequest (ex_app/admin.py)
+    "/occ/why": frozenset({"POST"}),  # occ semantic_mcp:why
+    "/admin/status": frozenset({"GET"}),  # the admins' overview page, through the proxy (admins only)
 }
 
 

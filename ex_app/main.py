@@ -40,6 +40,7 @@ from semantic_mcp.operating import audit
 from semantic_mcp.operating.audit import APP_PASSWORD
 from semantic_mcp.mcp.tools import Principal, build_server
 
+from .admin import AdminViews, overview_form, register_occ_commands
 from .appapi import (
     AppAPIAuth,
     ServedRoutesOnly,
@@ -132,6 +133,7 @@ def create_app() -> FastAPI:
         lambda level, message: nc_client.ocs("", "POST", audit.LOG_ENDPOINT, json={"level": level, "message": message}),
         health.wait_usable)
     audit.install(nextcloud_log)
+    admin = AdminViews(engine, nc_client, public_url, oauth.issuer)  # occ status/why, the overview page, notices
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
     mcp_http = mcp.streamable_http_app(
@@ -153,6 +155,7 @@ def create_app() -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         refresher = asyncio.create_task(refresh_settings_forever(), name="settings-refresh")
         webhook_keeper = asyncio.create_task(keep_webhooks_registered(engine), name="webhook-check")
+        notifier = asyncio.create_task(admin.notify_forever(list_users), name="admin-notices")
         engine.start()
         nextcloud_log.start()
         log.info("Semantic MCP %s started; storage at %s", app_identity.version, deployment.storage)
@@ -162,6 +165,7 @@ def create_app() -> FastAPI:
         finally:
             refresher.cancel()
             webhook_keeper.cancel()
+            notifier.cancel()
             await nextcloud_log.stop()
             await engine.stop()
             parser_process.shutdown()
@@ -179,7 +183,7 @@ def create_app() -> FastAPI:
     app.add_middleware(ServedRoutesOnly)  # added last, so it runs first
     app.state.engine = engine
 
-    forms = [ADMIN_FORM, personal_form(oauth.issuer)]
+    forms = [ADMIN_FORM, personal_form(oauth.issuer), overview_form(oauth.issuer)]
 
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
         return await (_on_enable(nc, engine, forms) if enabled else _on_disable(nc, engine, forms))
@@ -219,6 +223,7 @@ def create_app() -> FastAPI:
             return JSONResponse({"error": str(exc) if isinstance(exc, BadRequest) else "The body is not JSON."}, 400)
         return JSONResponse(await search_bar(engine, user, term, limit))
 
+    app.router.routes.extend(admin.routes())
     app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key, nc=nc_client).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/
     return app
@@ -264,6 +269,7 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Settings
         _later.add(task := asyncio.create_task(_register_forms_when_usable(engine.health, unregistered)))
         task.add_done_callback(_later.discard)
     problems += await ensure_webhooks(nc, engine, replace=True)
+    problems += await register_occ_commands(nc, engine)  # occ semantic_mcp:status and :why
     with contextlib.suppress(Exception):
         await guarded(engine.health, "read settings", lambda: SETTINGS.refresh(nc))
     engine.start_backfill()

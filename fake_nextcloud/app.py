@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from . import appapi, dav, deck_api, declarative, login, notes_api, ocs, taskprocessing, webhooks_api
+from . import appapi, appapi_occ, dav, deck_api, declarative, login, notes_api, ocs, taskprocessing, webhooks_api
 from .access_log import AccessLogging
 from .auth import AuthFailed, NotLoggedIn
 from .davxml import DavError
@@ -87,6 +87,7 @@ def create_app(state: State, proxy_timeout: float = 300.0) -> Starlette:
         *taskprocessing.ROUTES,
         *webhooks_api.ROUTES,
         *appapi.ROUTES,
+        *appapi_occ.ROUTES,
         *declarative.ROUTES,
         *login.ROUTES,
         *dav.ROUTES,

@@ -38,6 +38,8 @@ class ExApp:
     forms: dict[str, dict] = field(default_factory=dict)
     proxied: Counter = field(default_factory=Counter)
     logs: list[tuple[int, str]] = field(default_factory=list)
+    occ_commands: dict[str, dict] = field(default_factory=dict)  # name -> AppAPI's stored registration
+    notifications: list[tuple[str, dict]] = field(default_factory=list)  # (user, the params it sent)
 
 
 def signed_headers(app: ExApp, user: str, request_id: str = "CLI", language: bool = True) -> dict[str, str]:

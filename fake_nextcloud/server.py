@@ -18,6 +18,7 @@ import uvicorn
 
 from .app import create_app
 from .clock import Clock
+from . import appapi_occ
 from .appapi import ExAppManager
 from .dav_groupware import ADDRESSBOOKS, CALENDARS, validate
 from .exapps import ExApp, encode_pair, signed_headers
@@ -180,6 +181,16 @@ class FakeNextcloud:
     def exapp(self, app_id: str) -> ExApp:
         with self.state.lock:
             return self.state.apps[app_id]
+
+    def occ(self, app_id: str, name: str, arguments: dict[str, Any] | None = None,
+            options: dict[str, Any] | None = None) -> tuple[int, str]:
+        """``occ <name>`` for a command the ExApp registered: (exit code, output), as AppAPI runs it."""
+        return appapi_occ.run_occ(self.state, app_id, name, arguments, options)
+
+    def notifications(self, app_id: str) -> list[tuple[str, dict]]:
+        """The notifications the ExApp sent: (user, AppAPI's ``params``)."""
+        with self.state.lock:
+            return list(self.state.apps[app_id].notifications)
 
     def init_progress(self, app_id: str) -> list[int]:
         return list(self.exapp(app_id).init_progress)

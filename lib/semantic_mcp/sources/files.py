@@ -265,8 +265,7 @@ class FilesSource(Source):
     ) -> tuple[FileInfo, httpx.Response] | Skipped:
         """The file's metadata and bytes, or why it is not downloaded (an exclusion, its size)."""
         info = listed or await lookup_file(nc, user, source_id)
-        reason = self._exclusion(info) or exclusion(self.options, size=info.size)
-        if reason:
+        if reason := self.why_not(info):
             return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder)
         path = nc.files_root(user) + quote(info.path)
         if listed is None:
@@ -290,6 +289,11 @@ class FilesSource(Source):
         self, nc: NextcloudClient, user: str, source_ids: Sequence[str], *, slots: asyncio.Semaphore, timeout: float
     ) -> dict[str, bool | None]:
         return await readable_by_file_id(nc, user, source_ids, slots=slots, timeout=timeout)
+
+    def why_not(self, info: FileInfo) -> str | None:
+        """Why this file is not downloaded and indexed (a rule, its kind, its size), or None: the
+        decision :meth:`fetch` takes, which ``occ semantic_mcp:why`` shows an admin."""
+        return self._exclusion(info) or exclusion(self.options, size=info.size)
 
     def _exclusion(self, info: FileInfo) -> str | None:
         """Why a file is not a document of this source, or None when it is."""
@@ -329,6 +333,16 @@ async def lookup_file(nc: NextcloudClient, user: str, file_id: str) -> FileInfo:
     if info := (await lookup_files(nc, user, [file_id])).get(file_id):
         return info
     raise NotFound(f"file {file_id} not found for {user!r}", 404)
+
+
+async def lookup_path(nc: NextcloudClient, user: str, path: str) -> FileInfo:
+    """A file or folder by its user-relative path (one PROPFIND); NotFound when the user has none there."""
+    entries, _ = await nc.dav(user, "PROPFIND", nc.files_root(user) + quote("/" + path.strip("/")),
+                              dav_body("d:propfind", prop_xml(_PROPS)), depth="0")
+    for entry in entries:
+        if entry.status == 200:
+            return FileInfo.from_entry(entry, user)
+    raise NotFound(f"no file at {path!r} for {user!r}", 404)
 
 
 async def lookup_files(nc: NextcloudClient, user: str, file_ids: Sequence[str]) -> dict[str, FileInfo]:
