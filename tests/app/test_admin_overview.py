@@ -26,9 +26,9 @@ def occ_json(stack: Stack, name: str, **arguments: str) -> Any:
     return json.loads(out)
 
 
-def page(stack: Stack, user: str, **query: str) -> httpx.Response:
+def page(stack: Stack, viewer: str, **query: str) -> httpx.Response:
     return httpx.get(f"{stack.nextcloud_url}/index.php/apps/app_api/proxy/{APP_ID}/admin/status", params=query,
-                     auth=(user, stack.app_password(user)), timeout=60)
+                     auth=(viewer, stack.app_password(viewer)), timeout=60)
 
 
 def test_both_commands_are_registered_with_appapi_when_the_app_is_enabled(stack: Stack) -> None:
@@ -89,12 +89,22 @@ def test_why_a_question_the_item_does_not_answer_says_what_the_cut_off_did(stack
 
 
 def test_why_a_skipped_item_gives_the_reason_recorded_when_it_was_decided(stack: Stack) -> None:
-    skipped = asyncio.run(stack.status("alice"))["skipped_examples"]
-    assert skipped, "the demo content has files the app does not index"
-    answer = occ_json(stack, WHY, user="alice", item=skipped[0]["id"])
-    assert answer["state"] in ("excluded", "too large", "unsupported", "indexed as a note"), answer
-    assert answer["details"]["reason"] == skipped[0]["reason"]
-    assert skipped[0]["reason"] in answer["sentence"]
+    # A user of this test's own, so that no other test's counts change.
+    stack.fake.add_user("olga", "Olga")
+    stack.fake.put_file("olga", "Archive/firmware.bin", bytes(range(256)) * 40)
+    stack.fake.put_file("olga", "Archive/minutes.md", "# Minutes\n\nThe board approved the new roof for the depot.\n")
+
+    def skipped() -> list[dict[str, Any]]:
+        return asyncio.run(stack.status("olga"))["skipped_examples"]
+
+    examples = asyncio.run(stack.eventually(lambda: asyncio.to_thread(skipped), timeout=60))
+    answer = occ_json(stack, WHY, user="olga", item="/Archive/firmware.bin")
+    assert answer["state"] == "unsupported", answer
+    assert answer["details"]["reason"] == examples[0]["reason"] and examples[0]["reason"] in answer["sentence"]
+    assert answer["item"] == examples[0]["id"]
+    view = occ_json(stack, STATUS)
+    olga = next(u for u in view["users"] if u["user"] == "olga")
+    assert olga["sources"]["file"]["skipped_by_reason"] == {examples[0]["reason"].split(":")[0]: 1}
 
 
 def test_why_a_path_nobody_has_and_a_user_nobody_knows_get_one_sentence_each(stack: Stack) -> None:
@@ -139,3 +149,14 @@ def test_admins_are_told_when_the_first_pass_has_finished(stack: Stack) -> None:
     notices = asyncio.run(stack.eventually(told, timeout=90, interval=1.0))
     assert [user for user, _ in notices] == ["admin"]  # admins only, once
     assert notices[0][1]["subject_params"]["link"].endswith("/admin/status")
+
+
+def test_the_app_itself_refuses_the_page_to_a_user_who_is_no_admin(stack: Stack) -> None:
+    """Should a route ever let more through, the app checks the admin group itself (as the user, Nextcloud's answer)."""
+    from fake_nextcloud.exapps import signed_headers
+
+    app = stack.fake.exapp(APP_ID)
+    refused = httpx.get(f"{app.url}/admin/status", headers=signed_headers(app, "alice"), timeout=30)
+    assert refused.status_code == 403 and "Admins only" in refused.text
+    allowed = httpx.get(f"{app.url}/admin/status", headers=signed_headers(app, "admin"), timeout=30)
+    assert allowed.status_code == 200
