@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from semantic_mcp.engine import Engine
 from semantic_mcp.nextcloud.client import CredentialsRefused, NextcloudClient, Unavailable
-from semantic_mcp.operating.overview import FirstPassWatch, build_overview, state_counts
+from semantic_mcp.operating.overview import FirstPassWatch, build_overview, first_pass, state_counts
 from semantic_mcp.operating.plain_text import status_text, why_text
 from semantic_mcp.operating.why import WhyError, explain
 
@@ -200,9 +200,8 @@ class AdminViews:
                 counts = await asyncio.to_thread(state_counts, self.engine.deployment.storage / "state.db")
                 totals = {key: sum(c[key] for sources in counts.values() for c in sources.values())
                           for key in ("indexed", "pending", "failed", "skipped")}
-                progress = self.engine.backfill_progress
-                self.watch.observe(progress, totals["pending"])
-                if progress is not None and progress >= 100 and not state.get_meta("admins_told_first_pass"):
+                finished = first_pass(self.engine, self.watch, counts)["phase"] == "finished"
+                if finished and not state.get_meta("admins_told_first_pass"):
                     subject = (f"Semantic MCP finished its first indexing pass: {totals['indexed']} item(s) indexed for "
                                f"{len(counts)} user(s), {totals['skipped']} skipped, {totals['failed']} failed.")
                     if await self.notify_admins(users, subject):

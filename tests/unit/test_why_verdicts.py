@@ -67,9 +67,9 @@ def test_alike_skip_reasons_count_together() -> None:
 def test_the_time_left_follows_the_pace_since_the_pass_began() -> None:
     now = [1000.0]
     watch = FirstPassWatch(clock=lambda: now[0])
-    assert watch.observe(None, 0) is None  # still listing content
-    assert watch.observe(0, 400) is None  # the first look: no pace yet
+    assert watch.observe(False, 0) is None  # still listing content
+    assert watch.observe(True, 400) is None  # the first look: no pace yet
     now[0] += 60
-    assert watch.observe(25, 300) == pytest.approx(180.0)  # 100 done in 60 s: 300 more need 180 s
+    assert watch.observe(True, 300) == pytest.approx(180.0)  # 100 done in 60 s: 300 more need 180 s
     now[0] += 30
-    assert watch.observe(100, 0) == 0.0 and watch.finished_at == 1090.0
+    assert watch.observe(False, 0) == 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
@@ -117,16 +118,12 @@ class FirstPassWatch:
 
     clock: Callable[[], float]
     started: tuple[float, int] | None = None  # (when, items pending) at the first look during the pass
-    finished_at: float | None = None
 
-    def observe(self, progress: int | None, pending: int) -> float | None:
+    def observe(self, indexing: bool, pending: int) -> float | None:
         """Seconds still needed (None while unknown: the pass lists content, or nothing is done yet)."""
+        if not indexing:
+            return 0.0 if pending == 0 and self.started else None
         now = self.clock()
-        if progress is None:
-            return None
-        if progress >= 100:
-            self.finished_at = self.finished_at or now
-            return 0.0
         if self.started is None or pending > self.started[1]:
             self.started = (now, pending)
             return None
@@ -137,17 +134,35 @@ class FirstPassWatch:
         return pending * (now - since) / done
 
 
+FINISHED_META = "first_pass_finished_at"
+
+
 def first_pass(engine: Engine, watch: FirstPassWatch, counts: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The first indexing pass: the engine's progress while it runs since this start; after a restart, from
+    the state (every user listed and nothing queued: finished). Its end is kept in the state's meta."""
     progress = engine.backfill_progress
     pending = sum(c["pending"] for sources in counts.values() for c in sources.values())
-    remaining = watch.observe(progress, pending)
+    indexed = sum(c["indexed"] for sources in counts.values() for c in sources.values())
     listed = sum(1 for sources in counts.values() if any(c["last_reconciliation"] for c in sources.values()))
-    if progress is None:
-        phase = "listing content" if listed or engine.health.usable else "waiting for the app to be enabled"
+    finished_at = engine.state.get_meta(FINISHED_META)
+    # The pass's task (the engine has no public word for it yet): running with no progress, it still lists users.
+    backfill = getattr(engine, "_backfill", None)
+    listing = progress is None and backfill is not None and not backfill.done()
+    if listing or (progress is None and not listed):
+        phase = "listing content" if engine.health.usable else "waiting for the app to be enabled"
+    elif (progress is not None and progress >= 100) or (progress is None and (finished_at or not pending)):
+        phase, progress = "finished", 100
     else:
-        phase = "finished" if progress >= 100 else "indexing"
+        phase = "indexing"
+        if progress is None:  # after a restart mid-pass: what is indexed of what is known
+            progress = int(100 * indexed / max(indexed + pending, 1))
+    remaining = watch.observe(phase == "indexing", pending)
+    if phase == "finished" and not finished_at:
+        finished_at = str(time.time())
+        engine.state.set_meta(FINISHED_META, finished_at)
     return {"phase": phase, "progress_percent": progress, "users_listed": listed, "pending": pending,
-            "seconds_left": None if remaining is None else round(remaining), "finished_at": iso(watch.finished_at)}
+            "seconds_left": None if remaining is None else round(remaining),
+            "finished_at": iso(float(finished_at)) if finished_at else None}
 
 
 def build_overview(engine: Engine, watch: FirstPassWatch) -> dict[str, Any]:
