@@ -1,0 +1,137 @@
+"""An admin answers "how far is indexing, for whom, what failed, why isn't X found" on the real Nextcloud 34.0.1
+with occ and the page alone (issue 40, items 1, 2 and 6): ``occ semantic_mcp:status`` and ``occ semantic_mcp:why``
+registered through AppAPI and run with the kit's own occ, the overview page rendered in headless Chromium with an
+admin's Nextcloud session (and refused to a user who is no admin), and the admins' notification when the first
+indexing pass has finished, read from Nextcloud's notifications API. Screenshot: tests/artifacts/."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from browser import Chromium, png_colours
+from oauth_support import ScriptedBrowser
+from realstack import RealStack
+
+from fake_nextcloud.exapp_process import APP_ID
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+CONTRACT = "/Admin check/Depot lease.md"
+TEXT = "# Depot lease\n\nThe depot lease with Harbour Estates ends on 30 June 2031; notice is due six months before.\n"
+
+
+def status(real: RealStack) -> dict[str, Any]:
+    return json.loads(real.nc.occ("semantic_mcp:status", "--output=json"))
+
+
+def why(real: RealStack, *args: str) -> dict[str, Any]:
+    return json.loads(real.nc.occ("semantic_mcp:why", *args, "--output=json"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def content(real: RealStack) -> None:
+    alice = real.user("alice")
+    alice.mkdir("/Admin check")
+    alice.put_file(CONTRACT, TEXT, "text/markdown")
+    alice.put_file("/Admin check/firmware.bin", bytes(range(256)) * 40, "application/octet-stream")
+
+    async def indexed() -> bool:
+        return why(real, "alice", CONTRACT)["state"] == "indexed" and \
+            why(real, "alice", "/Admin check/firmware.bin")["state"] == "unsupported"
+    asyncio.run(real.eventually(indexed, timeout=120, interval=2.0))
+
+
+def test_occ_status_counts_every_user_as_their_own_status_does(real: RealStack) -> None:
+    view = status(real)
+    users = {u["user"]: u for u in view["users"]}
+    assert {"admin", "alice", "bob"} <= set(users)
+    own = asyncio.run(real.status("alice"))
+    for doc_type, counts in users["alice"]["sources"].items():
+        for key in ("indexed", "failed", "skipped"):
+            assert counts[key] == own["sources"][doc_type][key], (doc_type, key)
+    files = users["alice"]["sources"]["file"]
+    assert files["skipped"] >= 1 and sum(files["skipped_by_reason"].values()) == files["skipped"]
+    assert view["first_pass"]["phase"] == "finished"
+    assert view["webhooks"]["registered"] >= 12 and not view["webhooks"]["missing"]
+    assert view["nextcloud"]["reachable"] and view["embedding_model"] == own["embedding_model"]
+    assert view["index_bytes_on_disk"] > 1_000_000 and view["memory_bytes"]["app"] > 100_000_000
+
+
+def test_occ_status_for_people(real: RealStack) -> None:
+    out = real.nc.occ("semantic_mcp:status")
+    assert out.startswith("Semantic MCP: indexing across users\nFirst indexing pass:  finished")
+    assert "Webhooks:             12 registered" in out and "Skipped, by reason:" in out
+    assert any(line.startswith("alice ") for line in out.splitlines())
+
+
+def test_occ_why_an_indexed_file_and_where_it_ranks_for_a_question(real: RealStack) -> None:
+    answer = why(real, "alice", CONTRACT, "when does the depot lease end")
+    assert answer["state"] == "indexed" and answer["listed"] is True, answer
+    assert answer["details"]["chunks"] >= 1 and answer["details"]["location"] == CONTRACT
+    assert answer["question"]["rank"] == 1 and answer["question"]["passes_cut_off"], answer["question"]
+    out = real.nc.occ("semantic_mcp:why", "alice", CONTRACT, "when does the depot lease end")
+    assert f"({CONTRACT}): indexed" in out and "passes the cut-off: result 1" in out
+
+
+def test_occ_why_a_file_the_app_does_not_index_says_why(real: RealStack) -> None:
+    answer = why(real, "alice", "/Admin check/firmware.bin")
+    assert answer["state"] == "unsupported" and answer["details"]["reason"] in answer["sentence"]
+    gone = why(real, "bob", CONTRACT)  # alice's file: bob has nothing there
+    assert gone["state"] == "not listed" and gone["listed"] is False
+
+
+def test_occ_why_for_an_unknown_user_says_what_to_give(real: RealStack) -> None:
+    out = real.nc.occ("semantic_mcp:why", "mallory", "/x.md")
+    assert out.startswith("Semantic MCP has nothing for a user 'mallory'")
+
+
+def test_the_admins_are_notified_that_the_first_pass_finished(real: RealStack) -> None:
+    def notices() -> list[dict[str, Any]]:
+        return [n for n in real.nc.ocs("GET", "/ocs/v2.php/apps/notifications/api/v2/notifications", "admin")
+                if n["app"] == APP_ID and "first indexing pass" in n["subject"]]
+
+    found = asyncio.run(real.eventually(notices, timeout=90, interval=2.0))
+    assert found[0]["link"].endswith(f"/proxy/{APP_ID}/admin/status")
+    assert not [n for n in real.nc.ocs("GET", "/ocs/v2.php/apps/notifications/api/v2/notifications", "alice")
+                if n["app"] == APP_ID]  # admins only
+
+
+def test_the_page_is_refused_to_a_user_who_is_no_admin(real: RealStack) -> None:
+    url = f"{real.nextcloud_url}/index.php/apps/app_api/proxy/{APP_ID}/admin/status"
+    assert httpx.get(url, auth=("alice", real.app_password("alice")), timeout=60).status_code == 404
+    assert httpx.get(url, auth=("admin", real.app_password("admin")), timeout=60).status_code == 200
+
+
+def test_the_page_in_headless_chromium_with_an_admins_session(real: RealStack, tmp_path: Path) -> None:
+    browser = ScriptedBrowser(real.nextcloud_url)
+    asyncio.run(browser.login("admin", real.nc.login_password("admin")))
+    cookies = [(c.name, c.value, c.path or "/") for c in browser.http.cookies.jar]
+    asyncio.run(browser.aclose())
+    view = status(real)
+    chrome = Chromium(tmp_path / "profile")
+    try:
+        for name, value, path in cookies:
+            chrome.call("Network.setCookie", url=real.nextcloud_url, name=name, value=value, path=path)
+        page = f"{real.nextcloud_url}/index.php/apps/app_api/proxy/{APP_ID}/admin/status"
+        chrome.navigate(page)
+        chrome.wait_until("!!document.getElementById('users')")
+        words = chrome.evaluate("document.body.innerText")
+        assert "Semantic MCP: indexing across users" in words and view["embedding_model"] in words
+        cells = chrome.evaluate("Array.from(document.querySelectorAll('#totals td')).map(td => td.innerText)")
+        assert cells[1] == str(view["totals"]["indexed"]), cells
+        assert png_colours(chrome.screenshot(ARTIFACTS / "admin_overview_real.png")) > 50
+        chrome.evaluate("document.querySelector('#why-form [name=user]').value = 'alice';"
+                        f"document.querySelector('#why-form [name=item]').value = {CONTRACT!r};"
+                        "document.querySelector('#why-form [name=question]').value = 'when does the depot lease end';"
+                        "document.getElementById('why-form').submit(); true")
+        chrome.wait_until("!!document.getElementById('why')")
+        assert chrome.evaluate("document.getElementById('why').dataset.state") == "indexed"
+        assert "passes the cut-off" in chrome.evaluate("document.getElementById('why-question').innerText")
+        assert png_colours(chrome.screenshot(ARTIFACTS / "admin_why_real.png")) > 50
+    finally:
+        chrome.close()
