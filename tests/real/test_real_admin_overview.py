@@ -40,10 +40,15 @@ def content(real: RealStack) -> None:
     alice.put_file(CONTRACT, TEXT, "text/markdown")
     alice.put_file("/Admin check/firmware.bin", bytes(range(256)) * 40, "application/octet-stream")
 
+    seen: list[Any] = []
+
     async def indexed() -> bool:
-        return why(real, "alice", CONTRACT)["state"] == "indexed" and \
-            why(real, "alice", "/Admin check/firmware.bin")["state"] == "unsupported"
-    asyncio.run(real.eventually(indexed, timeout=120, interval=2.0))
+        seen[:] = [why(real, "alice", CONTRACT), why(real, "alice", "/Admin check/firmware.bin")]
+        return seen[0]["state"] == "indexed" and seen[1]["state"] == "unsupported"
+    try:
+        asyncio.run(real.eventually(indexed, timeout=120, interval=2.0))
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last answers: {seen}") from None
 
 
 def test_occ_status_counts_every_user_as_their_own_status_does(real: RealStack) -> None:

@@ -62,6 +62,7 @@ def test_targets_are_ids_or_paths() -> None:
 def test_alike_skip_reasons_count_together() -> None:
     assert reason_kind("too large: 9 bytes, the limit is 5") == "too large"
     assert reason_kind("excluded by the path pattern '*.tmp'") == "excluded by the path pattern '*.tmp'"
+    assert reason_kind("Nextcloud's example event (admin setting: index examples)") == "Nextcloud's example event"
 
 
 def test_the_time_left_follows_the_pace_since_the_pass_began() -> None:

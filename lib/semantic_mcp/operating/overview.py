@@ -39,7 +39,10 @@ def read_only(path: Path) -> sqlite3.Connection:
 def reason_kind(reason: str) -> str:
     """A skip reason without its particulars, so alike reasons count together: "too large: 9 MB, the limit
     is 5 MB" -> "too large"; a rule's name is kept ("excluded by the path pattern '*.tmp'")."""
-    return reason.split(":", 1)[0].strip() or "unknown"
+    kind = reason.split(":", 1)[0].strip()
+    if kind.count("(") > kind.count(")"):  # "… welcome board (admin setting: …)": the bracket goes too
+        kind = kind[:kind.rfind("(")].strip()
+    return kind or "unknown"
 
 
 def state_counts(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
