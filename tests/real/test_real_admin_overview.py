@@ -137,6 +137,7 @@ def test_the_page_in_headless_chromium_with_an_admins_session(real: RealStack, t
         chrome.wait_until("!!document.getElementById('why')")
         assert chrome.evaluate("document.getElementById('why').dataset.state") == "indexed"
         assert "passes the cut-off" in chrome.evaluate("document.getElementById('why-question').innerText")
+        chrome.evaluate("document.getElementById('why').scrollIntoView({block: 'center'}); true")
         assert png_colours(chrome.screenshot(ARTIFACTS / "admin_why_real.png")) > 50
     finally:
         chrome.close()
