@@ -136,9 +136,10 @@ def test_the_page_is_for_admins_only(stack: Stack) -> None:
 
 
 def test_the_admin_settings_link_to_the_page(stack: Stack) -> None:
-    form = stack.fake.exapp(APP_ID).forms["semantic_mcp_overview"]
-    assert form["section_type"] == "admin"
+    form = next(f for f in stack.settings_forms("admin") if f["id"] == "semantic_mcp_overview")
+    assert (form["section_type"], form["section_id"]) == ("admin", "ai")
     assert form["doc_url"].endswith(f"/proxy/{APP_ID}/admin/status")
+    assert "semantic_mcp_overview" not in {f["id"] for f in stack.settings_forms("alice")}
 
 
 def test_admins_are_told_when_the_first_pass_has_finished(stack: Stack) -> None:
@@ -160,3 +161,10 @@ def test_the_app_itself_refuses_the_page_to_a_user_who_is_no_admin(stack: Stack)
     assert refused.status_code == 403 and "Admins only" in refused.text
     allowed = httpx.get(f"{app.url}/admin/status", headers=signed_headers(app, "admin"), timeout=30)
     assert allowed.status_code == 200
+
+
+def test_why_a_deck_card_asks_deck_whether_the_user_can_open_it(stack: Stack) -> None:
+    (card,), = stack.db_rows("SELECT source_id FROM documents WHERE user = 'alice' AND doc_type = 'deck_card' LIMIT 1")
+    answer = occ_json(stack, WHY, user="alice", item=f"deck_card:{card}")
+    assert answer["state"] == "indexed" and answer["listed"] is True, answer
+    assert answer["details"]["location"]  # its board and stack

@@ -106,6 +106,13 @@ def test_the_admins_are_notified_that_the_first_pass_finished(real: RealStack) -
                 if n["app"] == APP_ID]  # admins only
 
 
+def test_the_admin_settings_link_to_the_page(real: RealStack) -> None:
+    forms = real.nc.ocs("GET", "/ocs/v2.php/settings/api/declarative/forms", "admin")
+    form = next(f for f in forms if f["id"] == "semantic_mcp_overview")
+    assert (form["section_type"], form["section_id"], form["fields"]) == ("admin", "ai", [])
+    assert form["doc_url"] == f"{real.nextcloud_url}/index.php/apps/app_api/proxy/{APP_ID}/admin/status"
+
+
 def test_the_page_is_refused_to_a_user_who_is_no_admin(real: RealStack) -> None:
     url = f"{real.nextcloud_url}/index.php/apps/app_api/proxy/{APP_ID}/admin/status"
     assert httpx.get(url, auth=("alice", real.app_password("alice")), timeout=60).status_code == 404

@@ -21,6 +21,7 @@ from ..nextcloud.client import NextcloudError, NotFound
 from ..search.calibration import default_cut
 from ..search.cut_notes import why_left_out
 from ..search.service import iso
+from ..sources.base import Source
 from ..sources.files import FileInfo, FilesSource, lookup_file, lookup_path
 from .overview import OCR_PRIORITY, read_only
 
@@ -99,6 +100,14 @@ async def _live_file(engine: Engine, user: str, file_id: str | None, path: str |
         return None, f"Nextcloud could not be asked just now ({exc})"
 
 
+async def _can_read(source: Source, engine: Engine, user: str, source_id: str) -> str:
+    """"" when ``user`` can open the item now, "not_found" when not, else why Nextcloud could not say."""
+    try:
+        return "" if await source.can_read(engine.nc, user, source_id) else "not_found"
+    except (NextcloudError, OSError) as exc:
+        return f"Nextcloud could not be asked just now ({exc})"
+
+
 def _sections(engine: Engine, ref: DocRef, chunks: int) -> list[str]:
     try:
         records = engine.store().get_chunks(ref.user, [f"{ref.key}#{i}" for i in range(chunks)], read_texts=False)
@@ -166,8 +175,10 @@ async def explain(engine: Engine, user: str, target: str, question: str = "") ->
         live, listed_note = await _live_file(engine, user, ref.source_id if ref else None, path)
         if ref is None and live is not None:
             ref = DocRef(user, "file", live.file_id)
+    elif (source := engine.sources().get(ref.doc_type)) is not None:  # a card, an event, a contact: can they open it?
+        listed_note = await _can_read(source, engine, user, ref.source_id)
     answer: dict[str, Any] = {"user": user, "item": ref.key if ref else None, "path": live.path if live else path,
-                              "listed": None if listed_note not in ("", "not_found") else live is not None,
+                              "listed": None if listed_note not in ("", "not_found") else listed_note == "",
                               "user_indexing_on": engine.is_user_enabled(user)}
     if ref is None:
         answer.update(state="not listed", sentence=f"{user} has no file at {path}, so nothing there can be found.")
