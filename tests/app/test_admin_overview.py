@@ -168,3 +168,8 @@ def test_why_a_deck_card_asks_deck_whether_the_user_can_open_it(stack: Stack) ->
     answer = occ_json(stack, WHY, user="alice", item=f"deck_card:{card}")
     assert answer["state"] == "indexed" and answer["listed"] is True, answer
     assert answer["details"]["location"]  # its board and stack
+
+
+def test_why_a_folder_says_its_files_are_indexed_one_by_one(stack: Stack) -> None:
+    answer = occ_json(stack, WHY, user="alice", item="/Documents")
+    assert answer["state"] == "folder" and answer["listed"] is True, answer

@@ -91,12 +91,12 @@ def test_occ_why_a_file_the_app_does_not_index_says_why(real: RealStack) -> None
     big = why(real, "alice", BIG)
     assert big["state"] == "too large" and "the limit is 1048576" in big["sentence"], big
     # A file of a format the app cannot read is left out of the listing, so only its event records it as
-    # skipped; where that record is missing, why still says what the files source decides on it now.
+    # skipped; without that record, why gives the files source's decision on it as it is now.
     firmware = why(real, "alice", FIRMWARE)
-    assert firmware["listed"] is True
-    assert firmware["state"] == "unsupported" or (
-        firmware["state"] == "not seen"
-        and "would not be indexed: unsupported file type" in " ".join(firmware["notes"])), firmware
+    assert firmware["listed"] is True and firmware["state"] == "unsupported", firmware
+    assert "unsupported file type" in firmware["sentence"]
+    folder = why(real, "alice", "/Admin check")
+    assert folder["state"] == "folder", folder
     gone = why(real, "bob", CONTRACT)  # alice's file: bob has nothing there
     assert gone["state"] == "not listed" and gone["listed"] is False
 

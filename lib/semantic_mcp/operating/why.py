@@ -195,7 +195,13 @@ async def explain(engine: Engine, user: str, target: str, question: str = "") ->
     elif listed_note:
         notes.append(listed_note)
     if live is not None and isinstance(source := engine.sources().get("file"), FilesSource) and ref.doc_type == "file":
-        if (now := source.why_not(live)) and state != _skip_kind(now):
+        now = source.why_not(live)
+        if now == "folder":
+            state, sentence = "folder", "It is a folder: the files in it are indexed one by one (ask about one of them)."
+        elif now and state == "not seen":  # listings leave such files out: only an event would have recorded it
+            state, details = _skip_kind(now), {"reason": now, "decided_at": None}
+            sentence = f"It is not indexed: {now} (the files source's decision on it as it is now)."
+        elif now and state != _skip_kind(now):
             notes.append(f"as it is now it would not be indexed: {now}")
         if state == "indexed" and details.get("version") not in (None, live.etag) and not now:
             notes.append("Nextcloud has a newer version than the one indexed; the next event or reconciliation picks it up")
