@@ -112,6 +112,7 @@ def test_why_a_path_nobody_has_and_a_user_nobody_knows_get_one_sentence_each(sta
     assert answer["state"] == "not listed" and answer["listed"] is False
     code, out = occ(stack, WHY, user="mallory", item="/Documents/x.md")
     assert code == 0 and out.startswith("Semantic MCP has nothing for a user 'mallory'"), out
+    assert occ_json(stack, WHY, user="mallory", item="/Documents/x.md")["error"].startswith("Semantic MCP has nothing")
     code, out = occ(stack, WHY, user="alice", item="deck_card:not-a-number")
     assert "is not a valid deck_card id" in out
 
