@@ -35,7 +35,9 @@ async def occ_command(request: Request) -> Response:
             handler = str(params.get("execute_handler") or "")
             if not name or not handler:  # both are required parameters of registerCommand
                 raise OcsError(400, "")
+            known = app.occ_commands.get(name)  # registering again updates the row, keeping its id
             app.occ_commands[name] = {
+                "id": known["id"] if known else sum(len(a.occ_commands) for a in nc.apps.values()) + 1,
                 "appid": app.app_id, "name": name, "description": str(params.get("description") or ""),
                 "hidden": int(params.get("hidden") or 0), "arguments": list(params.get("arguments") or []),
                 "options": list(params.get("options") or []), "usages": list(params.get("usages") or []),

@@ -174,3 +174,20 @@ def test_why_a_deck_card_asks_deck_whether_the_user_can_open_it(stack: Stack) ->
 def test_why_a_folder_says_its_files_are_indexed_one_by_one(stack: Stack) -> None:
     answer = occ_json(stack, WHY, user="alice", item="/Documents")
     assert answer["state"] == "folder" and answer["listed"] is True, answer
+
+
+def test_registering_a_command_again_updates_it_as_appapi_does(stack: Stack) -> None:
+    """``occ_command`` GET answers AppAPI's row (``ExAppOccCommand::jsonSerialize``); a second POST of the same
+    name replaces it in place (insertOrUpdate), so enabling the app again leaves one command, not two."""
+    url = f"{stack.nextcloud_url}/ocs/v1.php/apps/app_api/api/v1/occ_command"
+    headers = {**stack.fake.appapi_headers(APP_ID), "Accept": "application/json"}
+    before = httpx.get(url, params={"name": STATUS, "format": "json"}, headers=headers).json()["ocs"]["data"]
+    assert set(before) == {"id", "appid", "name", "description", "hidden", "arguments", "options", "usages",
+                           "execute_handler"}
+    again = httpx.post(url, params={"format": "json"}, headers=headers, json={**{k: before[k] for k in (
+        "name", "description", "hidden", "arguments", "options", "usages")}, "execute_handler": "/occ/status"})
+    assert again.status_code == 200
+    after = httpx.get(url, params={"name": STATUS, "format": "json"}, headers=headers).json()["ocs"]["data"]
+    assert after == before
+    missing = httpx.get(url, params={"name": "semantic_mcp:nothing", "format": "json"}, headers=headers)
+    assert missing.json()["ocs"]["meta"]["statuscode"] == 404
