@@ -49,7 +49,8 @@ from .appapi import (
 )
 from .oauth_http import BearerGuard, OAuthHTTP
 from .quotas import SESSION_IDLE_SECONDS, McpQuota
-from .settings_form import ADMIN_FORM, personal_form
+from .settings_check import SettingsCheck, tell_admins
+from .settings_form import ADMIN_FORMS, personal_form
 from .upkeep import (
     SELF_CHECK_PATH,
     WEBHOOK_PATH,
@@ -71,10 +72,15 @@ class SettingsCache:
 
     def __init__(self) -> None:
         self.current = AdminSettings()
+        self.check: SettingsCheck | None = None  # tries settings saved while the app runs (settings_check.py)
+        self._read = False
 
     async def refresh(self, nc: AsyncNextcloudApp) -> None:
         records = await nc.appconfig_ex.get_values(AdminSettings.keys())
         updated = AdminSettings.from_values({record.key: record.value for record in records})
+        if self._read and self.check is not None:  # the first read is what the app ran with before a restart
+            updated = await self.check.vet(self.current, updated)
+        self._read = True
         if updated != self.current:
             log.info("Admin settings changed")
             self.current = updated
@@ -123,6 +129,8 @@ def create_app() -> FastAPI:
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
                                      deployment.clock.time, engine.accounts)
+    SETTINGS.check = SettingsCheck(lambda: asyncio.to_thread(lambda: (engine.store().model_id, engine.store().dim)),
+                                   lambda sentence: tell_admins(health, sentence))
     engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients,
@@ -179,7 +187,7 @@ def create_app() -> FastAPI:
     app.add_middleware(ServedRoutesOnly)  # added last, so it runs first
     app.state.engine = engine
 
-    forms = [ADMIN_FORM, personal_form(oauth.issuer)]
+    forms = [*ADMIN_FORMS, personal_form(oauth.issuer)]
 
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
         return await (_on_enable(nc, engine, forms) if enabled else _on_disable(nc, engine, forms))
