@@ -235,8 +235,14 @@ def create_app() -> FastAPI:
 async def _prepare(engine: Engine) -> None:
     nc = AsyncNextcloudApp()
 
+    ready: list[str] = []
+
     async def progress(percent: int, message: str) -> None:
-        log.info("Init: %d%% %s", percent, message)
+        # One line for the admin when init is done, with what became ready (the model, its size); the steps at DEBUG.
+        log.debug("Init: %d%% %s", percent, message)
+        ready.extend([message] if "ready" in message else [])
+        if percent == 100:
+            log.info("Init finished: %s", "; ".join(ready) or "ready")
         await nc.set_init_status(percent)
 
     try:
