@@ -130,7 +130,7 @@ def create_app() -> FastAPI:
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
                                      deployment.clock.time, engine.accounts)
     SETTINGS.check = SettingsCheck(lambda: asyncio.to_thread(lambda: (engine.store().model_id, engine.store().dim)),
-                                   lambda sentence: tell_admins(health, sentence))
+                                   lambda sentence: tell_admins(nc_client, list_users, sentence))
     engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients,

@@ -20,15 +20,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from nc_py_api import AsyncNextcloudApp
-from nc_py_api.ex_app import LogLvl
-
 from semantic_mcp.core.config import AdminSettings
-from semantic_mcp.nextcloud.health import NextcloudHealth
 from semantic_mcp.embedding.backends import make_embedder
+from semantic_mcp.nextcloud.client import NextcloudClient
+from semantic_mcp.operating.audit import LOG_ENDPOINT, NEXTCLOUD_LEVEL
 from semantic_mcp.sources.extract.ocr import installed_languages
-
-from .upkeep import guarded
 
 log = logging.getLogger("semantic_mcp.settings")
 
@@ -37,6 +33,7 @@ RETRY_SECONDS = 60.0  # how often settings the admins were told about are tried 
 EMBEDDING_KEYS = ("embedding_backend", "embedding_url", "embedding_model", "embedding_api_key", "embedding_concurrency")
 REMOTE_BACKENDS = ("openai", "ollama")
 NOTIFICATION_SUBJECT = "Semantic MCP did not use a saved setting"
+NOTIFICATION_ENDPOINT = "/ocs/v1.php/apps/app_api/api/v1/notification"  # AppAPI's, for the user the request names
 
 Tell = Callable[[str], Awaitable[None]]  # says one sentence to the administrators
 IndexShape = Callable[[], Awaitable["tuple[str, int] | None"]]  # the index's (model id, dimension), if open
@@ -161,14 +158,21 @@ def _keeping(current: AdminSettings, saved: AdminSettings) -> AdminSettings:
     return replace(saved, **{key: getattr(current, key) for key in EMBEDDING_KEYS})
 
 
-async def tell_admins(health: NextcloudHealth, sentence: str) -> None:
-    """``sentence`` as a notification to every administrator and a warning in Nextcloud's log.
-    Nextcloud may refuse either (no notifications app, down for a moment): the app's own log has it."""
-    nc = AsyncNextcloudApp()
+async def tell_admins(nc: NextcloudClient, users: Callable[[], Awaitable[list[str]]], sentence: str) -> None:
+    """``sentence`` as a warning in Nextcloud's log and a notification to every administrator. An
+    ExApp cannot list a group's members as itself, so each user's own groups are asked as them
+    (rare: only a setting the app could not use). Nextcloud may refuse any of it: the app's log has it."""
     try:
-        await guarded(health, "write to Nextcloud's log", lambda: nc.log(LogLvl.WARNING, sentence))
-        for admin in await guarded(health, "list the administrators", lambda: nc.users_groups.get_members("admin")):
-            await nc.set_user(admin)
-            await guarded(health, "notify an administrator", lambda: nc.notifications.create(NOTIFICATION_SUBJECT, sentence))
+        await nc.ocs("", "POST", LOG_ENDPOINT, json={"level": NEXTCLOUD_LEVEL[logging.WARNING], "message": sentence})
+        for user in await users():
+            if "admin" not in ((await nc.ocs(user, "GET", "/ocs/v2.php/cloud/user")) or {}).get("groups", []):
+                continue
+            params = {"object": "semantic_mcp", "object_id": f"settings-{int(time.time() * 1000)}",
+                      "subject_type": "app_api_ex_app",
+                      "subject_params": {"rich_subject": NOTIFICATION_SUBJECT, "rich_subject_params": {},
+                                         # braces would read as rich-text placeholders (an endpoint's JSON error)
+                                         "rich_message": sentence.replace("{", "(").replace("}", ")"),
+                                         "rich_message_params": {}}}
+            await nc.ocs(user, "POST", NOTIFICATION_ENDPOINT, json={"params": params})
     except Exception as exc:  # noqa: BLE001 - the sentence is in the app's log already
         log.warning("Could not tell the administrators in Nextcloud (%s)", exc)
