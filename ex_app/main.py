@@ -293,10 +293,17 @@ _later: set[asyncio.Task[None]] = set()  # background retries (a task nobody ref
 async def _register_forms(
     nc: AsyncNextcloudApp, health: NextcloudHealth, forms: list[SettingsForm]
 ) -> tuple[list[str], list[SettingsForm]]:
-    """Register ``forms``; returns the problems the admin must fix and the forms to try again."""
+    """Register ``forms`` in order; returns the problems the admin must fix and the forms to try again.
+
+    In order, and none after one Nextcloud did not take: the first replaces the flat form of an
+    install from before the sections, and Nextcloud 34 fails every declarative settings page while
+    two forms of an app share a field id (``DeclarativeManager::registerSchema``)."""
     problems: list[str] = []
     again: list[SettingsForm] = []
     for form in forms:
+        if again:
+            again.append(form)
+            continue
         try:
             await guarded(health, "register a settings form", lambda form=form: nc.ui.settings.register_form(form))
         except (Unavailable, CredentialsRefused) as exc:
