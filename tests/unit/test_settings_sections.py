@@ -86,3 +86,35 @@ def test_whole_numbers_are_number_fields() -> None:
     numbers = {field.id for form in ADMIN_FORMS for field in form.fields if field.type == SettingsFieldType.NUMBER}
     assert numbers == {"max_file_size_mb", "reconcile_interval_minutes", "embedding_concurrency",
                        "nextcloud_ai_timeout_seconds"}
+
+
+async def test_the_forms_register_in_order_and_none_after_one_nextcloud_did_not_take(monkeypatch) -> None:
+    """Nextcloud 34 fails every declarative settings page while two forms of an app share a field id, so the
+    first section must replace an old install's flat form before any other section is registered."""
+    from types import SimpleNamespace
+
+    from ex_app import main
+    from fake_nextcloud.declarative import shared_field_ids
+    from semantic_mcp.nextcloud.client import Unavailable
+
+    registered: list[str] = []
+
+    async def register_form(form) -> None:
+        if form.id == FORM_ID and not registered:
+            registered.append("refused")
+            raise Unavailable("database is locked")
+        registered.append(form.id)
+
+    async def as_is(_health, _what, call):
+        return await call()
+
+    monkeypatch.setattr(main, "guarded", as_is)
+    nc = SimpleNamespace(ui=SimpleNamespace(settings=SimpleNamespace(register_form=register_form)))
+    problems, again = await main._register_forms(nc, None, ADMIN_FORMS)
+    assert problems == [] and again == ADMIN_FORMS and registered == ["refused"]
+    assert await main._register_forms(nc, None, again) == ([], [])
+    assert registered[1:] == [form.id for form in ADMIN_FORMS]
+    # What the order avoids: the flat form beside the other sections.
+    flat = {"id": FORM_ID, "fields": [field.to_dict() for form in ADMIN_FORMS for field in form.fields]}
+    assert shared_field_ids([flat, *(form.to_dict() for form in ADMIN_FORMS[1:])])
+    assert not shared_field_ids([form.to_dict() for form in ADMIN_FORMS])
