@@ -118,3 +118,28 @@ async def test_the_forms_register_in_order_and_none_after_one_nextcloud_did_not_
     flat = {"id": FORM_ID, "fields": [field.to_dict() for form in ADMIN_FORMS for field in form.fields]}
     assert shared_field_ids([flat, *(form.to_dict() for form in ADMIN_FORMS[1:])])
     assert not shared_field_ids([form.to_dict() for form in ADMIN_FORMS])
+
+
+def test_every_choice_the_install_dialog_names_is_one_the_app_accepts() -> None:
+    """The deploy dialog (info.xml's environment variables) offers no value the app would refuse to start
+    with, and no empty default (AppAPI before 35 deploys ``<default></default>`` as "Array")."""
+    import xml.etree.ElementTree as ET
+
+    from semantic_mcp.core.config import Deployment
+
+    variables = ET.parse(ROOT / "appinfo" / "info.xml").findall(".//environment-variables/variable")
+    named = {}
+    for variable in variables:
+        name, description = variable.findtext("name"), variable.findtext("description") or ""
+        default = variable.find("default")
+        assert default is None or (default.text or "").strip(), f"{name}: an empty default deploys as 'Array'"
+        if default is not None:
+            Deployment.from_env({name: default.text.strip()})
+        named[name] = description
+    assert "SEARCH_RERANK" not in named  # its cross-encoder's package is not in the image
+    for level in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        assert level in named["APP_LOG_LEVEL"]
+        assert Deployment.from_env({"APP_LOG_LEVEL": level}).log_level == level
+    for fusion in ("calibrated", "rrf"):
+        assert fusion in named["SEARCH_FUSION"]
+        assert Deployment.from_env({"SEARCH_FUSION": fusion}).search_fusion == fusion
