@@ -82,7 +82,8 @@ class SettingsCache:
             updated = await self.check.vet(self.current, updated)
         self._read = True
         if updated != self.current:
-            log.info("Admin settings changed")
+            changed = [key for key in AdminSettings.keys() if getattr(updated, key) != getattr(self.current, key)]
+            log.info("Admin settings changed: %s", ", ".join(changed))  # which, never the values (a key is secret)
             self.current = updated
 
 
