@@ -26,6 +26,7 @@ DECISIONS = {
     "semantic_mcp.surfaces.companion": [r"The companion app semantic_search is (not )?enabled$"],
     "semantic_mcp.indexing.reconcile": [r"Reconciliation \w+ for \w+: \d+ to refresh, \d+ to remove"],
     "semantic_mcp.indexing.pipeline": [r"Indexing \d+ document\(s\): \d+ chunk\(s\), \d+ newly embedded$",
+                                       r"Indexed \w+:\S+ for \w+: \d+ chunk\(s\)$",
                                        r"Not indexing \S+ for \w+: ", r"\S+ for \w+ is gone or no longer readable",
                                        r"Indexing \S+ for \w+ failed \(attempt \d+\), trying again later: "],
     "semantic_mcp.search.verify": [r"Nextcloud could not re-check \d+ hit\(s\) for \w+ in time",
@@ -65,8 +66,12 @@ def test_a_short_indexing_run_and_a_few_searches_leave_only_decisions_at_info(tm
     assert len(searches) == 2, info
     assert by_logger["semantic_mcp"] <= 4, info  # started, webhooks registered, init finished, (settings changed)
     assert not [logger for _, logger, _ in records if logger.split(".")[0] in ("httpx", "httpcore", "mcp", "uvicorn")]
-    # The sample content's 29 items in a handful of batches, each user's sources once.
-    assert 1 <= by_logger["semantic_mcp.indexing.pipeline"] <= 10, info
+    # One line for each item indexed, and one for each batch embedded (its cost: how many chunks were new).
+    [processed] = [int(re.search(r"(\d+) item", message)[1]) for logger, message in info
+                   if message.startswith("Indexing pass finished")]
+    indexed = [message for _, message in info if message.startswith("Indexed ")]
+    assert len(indexed) == processed == 29, info
+    assert 1 <= len([m for _, m in info if m.startswith("Indexing ") and "newly embedded" in m]) <= 10, info
     # 2 users x 5 sources, each with work to do (an event may ask for one more)
     assert 10 <= by_logger["semantic_mcp.indexing.reconcile"] <= 12, info
     print(f"INFO lines by logger: {dict(by_logger)}; all lines: {len(records)}")

@@ -336,6 +336,7 @@ class Pipeline:
             doc = written.doc
             self.state.record_indexed(written.task.ref, doc.version, doc.location, doc.title, len(written.recs),
                                       doc.modified)
+            log.info("Indexed %s for %s: %d chunk(s)", written.task.ref.key, written.task.ref.user, len(written.recs))
 
     async def _delete(self, ref: DocRef) -> None:
         await asyncio.to_thread(self.store.delete_doc, ref.user, ref.key)
