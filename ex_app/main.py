@@ -130,7 +130,11 @@ def create_app() -> FastAPI:
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
                                      deployment.clock.time, engine.accounts)
-    SETTINGS.check = SettingsCheck(lambda: asyncio.to_thread(lambda: (engine.store().model_id, engine.store().dim)),
+    def index_shape() -> tuple[str, int]:  # what a new endpoint's vectors must fit (the same model's)
+        store = engine.store()
+        return store.model_id, store.dim
+
+    SETTINGS.check = SettingsCheck(lambda: asyncio.to_thread(index_shape),
                                    lambda sentence: tell_admins(nc_client, list_users, sentence))
     engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
