@@ -50,7 +50,8 @@ from .appapi import (
 )
 from .oauth_http import BearerGuard, OAuthHTTP
 from .quotas import SESSION_IDLE_SECONDS, McpQuota
-from .settings_form import ADMIN_FORM, personal_form
+from .settings_check import SettingsCheck, tell_admins
+from .settings_form import ADMIN_FORMS, personal_form
 from .upkeep import (
     SELF_CHECK_PATH,
     WEBHOOK_PATH,
@@ -72,12 +73,18 @@ class SettingsCache:
 
     def __init__(self) -> None:
         self.current = AdminSettings()
+        self.check: SettingsCheck | None = None  # tries settings saved while the app runs (settings_check.py)
+        self._read = False
 
     async def refresh(self, nc: AsyncNextcloudApp) -> None:
         records = await nc.appconfig_ex.get_values(AdminSettings.keys())
         updated = AdminSettings.from_values({record.key: record.value for record in records})
+        if self._read and self.check is not None:  # the first read is what the app ran with before a restart
+            updated = await self.check.vet(self.current, updated)
+        self._read = True
         if updated != self.current:
-            log.info("Admin settings changed")
+            changed = [key for key in AdminSettings.keys() if getattr(updated, key) != getattr(self.current, key)]
+            log.info("Admin settings changed: %s", ", ".join(changed))  # which, never the values (a key is secret)
             self.current = updated
 
 
@@ -124,6 +131,12 @@ def create_app() -> FastAPI:
     state_key = hashlib.sha256(b"semantic_mcp/request-state/" + app_identity.secret.encode()).digest()
     oauth = AuthorizationServer.open(deployment.storage, lambda: SETTINGS.current, public_url, app_identity.app_id,
                                      deployment.clock.time, engine.accounts)
+    def index_shape() -> tuple[str, int]:  # what a new endpoint's vectors must fit (the same model's)
+        store = engine.store()
+        return store.model_id, store.dim
+
+    SETTINGS.check = SettingsCheck(lambda: asyncio.to_thread(index_shape),
+                                   lambda sentence: tell_admins(nc_client, list_users, sentence))
     engine.accounts.holders.append(DataHolder(oauth.store.users_with_grants, oauth.store.delete_user))
     engine.accounts.ttl = ACCOUNT_CHECK_SECONDS
     mcp = build_server(engine, principal_of, state_key=state_key, connected_clients=oauth.connected_clients,
@@ -183,7 +196,7 @@ def create_app() -> FastAPI:
     app.add_middleware(ServedRoutesOnly)  # added last, so it runs first
     app.state.engine = engine
 
-    forms = [ADMIN_FORM, personal_form(oauth.issuer), overview_form(oauth.issuer)]
+    forms = [*ADMIN_FORMS, overview_form(oauth.issuer), personal_form(oauth.issuer)]
 
     async def enabled_handler(enabled: bool, nc: AsyncNextcloudApp) -> str:
         return await (_on_enable(nc, engine, forms) if enabled else _on_disable(nc, engine, forms))
@@ -232,8 +245,14 @@ def create_app() -> FastAPI:
 async def _prepare(engine: Engine) -> None:
     nc = AsyncNextcloudApp()
 
+    ready: list[str] = []
+
     async def progress(percent: int, message: str) -> None:
-        log.info("Init: %d%% %s", percent, message)
+        # One line for the admin when init is done, with what became ready (the model, its size); the steps at DEBUG.
+        log.debug("Init: %d%% %s", percent, message)
+        ready.extend([message] if "ready" in message else [])
+        if percent == 100:
+            log.info("Init finished: %s", "; ".join(ready) or "ready")
         await nc.set_init_status(percent)
 
     try:
@@ -285,10 +304,17 @@ _later: set[asyncio.Task[None]] = set()  # background retries (a task nobody ref
 async def _register_forms(
     nc: AsyncNextcloudApp, health: NextcloudHealth, forms: list[SettingsForm]
 ) -> tuple[list[str], list[SettingsForm]]:
-    """Register ``forms``; returns the problems the admin must fix and the forms to try again."""
+    """Register ``forms`` in order; returns the problems the admin must fix and the forms to try again.
+
+    In order, and none after one Nextcloud did not take: the first replaces the flat form of an
+    install from before the sections, and Nextcloud 34 fails every declarative settings page while
+    two forms of an app share a field id (``DeclarativeManager::registerSchema``)."""
     problems: list[str] = []
     again: list[SettingsForm] = []
     for form in forms:
+        if again:
+            again.append(form)
+            continue
         try:
             await guarded(health, "register a settings form", lambda form=form: nc.ui.settings.register_form(form))
         except (Unavailable, CredentialsRefused) as exc:

@@ -1,6 +1,6 @@
-"""The app's forms in Nextcloud's settings (AppAPI declarative settings): the admin form, built
-from :class:`AdminSettings` defaults, and a personal form that tells each user how to connect a
-client and where to see and disconnect the ones they approved."""
+"""The app's forms in Nextcloud's settings (AppAPI declarative settings): the admin settings in
+sections, one form each, built from :class:`AdminSettings` defaults, and a personal form that tells
+each user how to connect a client and where to see and disconnect the ones they approved."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from nc_py_api.ex_app.ui.settings import SettingsField, SettingsFieldType, Setti
 
 from semantic_mcp.core.config import READ_SCOPE, WRITE_SCOPE, AdminSettings
 
-FORM_ID = "semantic_mcp_admin"
 PERSONAL_FORM_ID = "semantic_mcp_personal"
 
 _D = AdminSettings()
@@ -34,17 +33,8 @@ def _text(key: str, title: str, description: str, *, placeholder: str = "", kind
     )
 
 
-ADMIN_FORM = SettingsForm(
-    id=FORM_ID,
-    section_id="ai",
-    section_type="admin",
-    title="Semantic MCP",
-    description=(
-        "Makes your users' notes, files, Deck cards, calendar events and contacts searchable from MCP clients at "
-        "/index.php/apps/app_api/proxy/semantic_mcp/mcp. Changes apply within a few seconds, without a restart."
-    ),
-    priority=10,
-    fields=[
+# Every field of the admin settings, each defined once; the sections below group them by id.
+_FIELDS: dict[str, SettingsField] = {field.id: field for field in [
         _checkbox("index_notes", "Index notes"),
         _checkbox("index_files", "Index files",
                   "Text, Markdown, HTML, RTF, PDF, Word, Excel, PowerPoint, OpenDocument, EPUB, e-mail (.eml, .msg), and "
@@ -131,8 +121,57 @@ ADMIN_FORM = SettingsForm(
         _checkbox("oauth_allow_private_metadata_hosts", "Allow client metadata on private addresses",
                   "Lets the app fetch client metadata documents from loopback and private networks. Leave off unless "
                   "you run such clients yourself: it lets anyone make the app send requests into your network"),
-    ],
+    ]}
+
+# The admin page shows one form per section, each with its own title, one under the other in
+# Administration settings > Artificial intelligence (ADR 0770): declarative settings have no
+# headings inside a form, and an ExApp cannot add a section of its own. AppAPI stores every value
+# under the app and the field's id alone, whatever form holds it, so moving a field between
+# sections keeps what an installed app has saved. The first keeps the flat form's id: an upgrade
+# then replaces that form instead of leaving it on the page beside the sections.
+FORM_ID = "semantic_mcp_admin"
+INTRODUCTION = (
+    "Makes your users' notes, files, Deck cards, calendar events and contacts searchable from MCP clients at "
+    "/index.php/apps/app_api/proxy/semantic_mcp/mcp. Changes apply within a few seconds, without a restart."
 )
+SECTIONS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    (FORM_ID, "Semantic MCP: sources and exclusions", INTRODUCTION,
+     ("index_notes", "index_files", "index_deck_cards", "index_calendar_events", "index_contacts",
+      "index_nextcloud_examples", "users_enabled_by_default", "excluded_tag", "excluded_paths")),
+    ("semantic_mcp_files", "Semantic MCP: files and OCR", "What is read from files, and how text is found in images",
+     ("max_file_size_mb", "ocr_enabled", "ocr_languages")),
+    ("semantic_mcp_embedding", "Semantic MCP: embedding model",
+     "The model that turns text into vectors. A new endpoint is tried with one short request when it is saved; "
+     "if it does not answer, or its vectors do not fit the index, the app keeps the previous settings and "
+     "notifies the administrators",
+     ("embedding_backend", "embedding_url", "embedding_model", "embedding_api_key", "embedding_concurrency")),
+    ("semantic_mcp_answers", "Semantic MCP: answers and sampling",
+     "What the app asks of a client's model (MCP sampling) or of Nextcloud's own AI",
+     ("query_analysis", "reranking", "nextcloud_ai_answers", "nextcloud_ai_timeout_seconds")),
+    ("semantic_mcp_connections", "Semantic MCP: connections and OAuth",
+     "How MCP clients connect, what they may do, and what the audit record of their calls holds",
+     ("oauth_enabled", "oauth_allow_registration", "oauth_scopes", "default_scopes", "oauth_metadata_hosts",
+      "audit_queries")),
+    ("semantic_mcp_advanced", "Semantic MCP: advanced", "Rarely changed",
+     ("reconcile_interval_minutes", "oauth_allow_private_metadata_hosts")),
+)
+# Nextcloud's page lists an admin section's forms by ascending priority, after its own
+# Artificial intelligence settings (priority 10).
+FIRST_PRIORITY = 20
+
+ADMIN_FORMS: list[SettingsForm] = [
+    SettingsForm(id=form_id, section_id="ai", section_type="admin", title=title, description=description,
+                 priority=FIRST_PRIORITY + number, fields=[_FIELDS[key] for key in keys])
+    for number, (form_id, title, description, keys) in enumerate(SECTIONS)
+]
+
+
+def form_of(field_id: str) -> str:
+    """The id of the admin form that holds ``field_id`` (the settings page saves a value with it)."""
+    for form in ADMIN_FORMS:
+        if any(field.id == field_id for field in form.fields):
+            return form.id
+    raise KeyError(field_id)
 
 
 def personal_form(issuer: str) -> SettingsForm:

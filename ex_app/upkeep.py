@@ -134,8 +134,10 @@ async def _ensure_webhooks(nc: AsyncNextcloudApp, engine: Engine, *, replace: bo
         hooks = await guarded(health, "list webhooks", lambda: nc.webhooks.get_list(uri_filter=WEBHOOK_PATH))
         present = {hook.event for hook in hooks}
         missing = [event for event in REQUIRED_EVENTS if event not in present]
-        if missing and not replace:
+        if missing and not replace and (present or report.registered):
             log.warning("%d webhook registration(s) missing: re-registering them", len(missing))
+        elif missing and not replace:  # none yet, none before: the app's first start, or enabling under way
+            log.info("Registering the app's %d webhooks", len(missing))
         still_missing = []
         for event in missing:
             try:

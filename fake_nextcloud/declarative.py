@@ -4,6 +4,8 @@ through AppAPI (:func:`fake_nextcloud.appapi.settings_form`)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
@@ -28,6 +30,13 @@ def php_string(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def shared_field_ids(forms: Iterable[dict]) -> list[str]:
+    """Field ids two of an app's forms both have: Nextcloud 34's ``DeclarativeManager::registerSchema``
+    throws "Non unique field IDs detected" for them, and every declarative settings page fails (500)."""
+    seen = Counter(field.get("id") for form in forms for field in form.get("fields", []))
+    return sorted(str(key) for key, count in seen.items() if count > 1)
+
+
 async def declarative_forms(request: Request) -> Response:
     """What a settings page loads: every form the caller may see, each field with its value.
     As Nextcloud 32's and 34's ``DeclarativeManager::getFormsWithValues``: admin forms only for admins,
@@ -41,6 +50,8 @@ async def declarative_forms(request: Request) -> Response:
     with nc.lock:
         admin = nc.users[caller.user].admin
         for app in nc.apps.values():
+            if shared_field_ids(app.forms.values()):  # Nextcloud 34 throws for the whole page
+                raise OcsError(500, "Internal Server Error\n")
             for schema in app.forms.values():
                 personal = schema.get("section_type") != "admin"
                 if not personal and not admin:

@@ -19,6 +19,7 @@ import pytest
 from harness import report_text
 from stack import APP_ID, PUBLIC_HOST, Stack, on_own_stack
 
+from ex_app.settings_form import ADMIN_FORMS
 from fake_nextcloud.appinfo import app_version, routes_from_info_xml
 
 ALICE = "alice"
@@ -213,7 +214,7 @@ async def test_a_locked_database_while_enabling_leaves_the_app_enabled(stack: St
     def registered() -> bool:
         with fake.state.lock:
             hooks = {hook.event for hook in fake.webhooks.hooks.values() if hook.app_id == APP_ID}
-        return len(hooks) >= 12 and len(fake.settings_forms(APP_ID)) == 2
+        return len(hooks) >= 12 and len(fake.settings_forms(APP_ID)) == len(ADMIN_FORMS) + 2  # and the overview link, the personal form
 
     await stack.eventually(registered, timeout=90)
     files = put(stack, "/Locked", 2, "locked")  # delivered by the registrations made after the lock

@@ -52,7 +52,7 @@ def test_init_time_from_container_start(harp: HarpStack) -> None:
     """Container start to AppAPI's init 100 % (the app's first indexing pass), on this machine."""
     lines = harp.log().splitlines()
     started = datetime.fromisoformat(docker("inspect", "-f", "{{.State.StartedAt}}", CONTAINER)[:26])
-    done = [line for line in lines if "Init: 100%" in line]
+    done = [line for line in lines if "Init finished" in line]
     assert done, lines[-20:]
     seconds = (datetime.fromisoformat(done[0].split()[0][:26]) - started).total_seconds()
     record("init_seconds_from_container_start", round(seconds, 1))

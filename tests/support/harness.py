@@ -21,7 +21,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from ex_app.settings_form import FORM_ID as ADMIN_FORM_ID
+from ex_app.settings_form import form_of
 from fake_nextcloud.appinfo import app_version
 from fake_nextcloud.exapps import AA_VERSION
 from fake_nextcloud.exapp_process import APP_ID, ExAppProcess
@@ -190,7 +190,7 @@ class McpHarness:
         """The call the admin settings page makes when ``user`` changes one field of the app's form."""
         return httpx.post(
             f"{self.nextcloud_url}/ocs/v2.php/settings/api/declarative/value",
-            json={"app": APP_ID, "formId": ADMIN_FORM_ID, "fieldId": field_id, "value": value},
+            json={"app": APP_ID, "formId": form_of(field_id), "fieldId": field_id, "value": value},
             headers={"OCS-APIRequest": "true", "Accept": "application/json"},
             auth=(user, self.app_password(user)),
             timeout=30,

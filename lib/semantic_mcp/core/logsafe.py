@@ -37,7 +37,9 @@ class SafeFormatter(logging.Formatter):
 
 
 # Libraries that log one line per HTTP request at INFO: most of an admin's log, and nothing to act on.
-CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3", "niquests")
+# The MCP SDK's are one per session opened, timed out or ended, and a second line for a tool's error,
+# which the audit record already holds (issue 40).
+CHATTY_LIBRARIES = ("httpx", "httpcore", "urllib3", "niquests", "mcp")
 
 
 def configure_logging(level: str) -> None:

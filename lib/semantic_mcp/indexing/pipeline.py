@@ -206,7 +206,6 @@ class Pipeline:
             self.wake("ocr")
             return None
         except ParserFailed as exc:  # out of time or memory: retried once, then dead-lettered with the reason
-            log.warning("Parsing %s for %s failed: %s", ref.key, ref.user, exc.reason)
             self._parse_failed(task, exc.reason, exc.version)
             return None
         except Exception as exc:  # a bug or bad data must not stop the worker
@@ -337,6 +336,7 @@ class Pipeline:
             doc = written.doc
             self.state.record_indexed(written.task.ref, doc.version, doc.location, doc.title, len(written.recs),
                                       doc.modified)
+            log.info("Indexed %s for %s: %d chunk(s)", written.task.ref.key, written.task.ref.user, len(written.recs))
 
     async def _delete(self, ref: DocRef) -> None:
         await asyncio.to_thread(self.store.delete_doc, ref.user, ref.key)
@@ -359,6 +359,9 @@ class Pipeline:
                                       refused=refused)
         if dead:
             log.error("Giving up on %s for %s after %d attempts: %s", task.ref.key, task.ref.user, task.attempts, reason)
+        else:
+            log.info("Indexing %s for %s failed (attempt %d), trying again later: %s", task.ref.key, task.ref.user,
+                     task.attempts, reason)
 
     # --- the main lane's stages: fetch, embed, write, overlapping -----------------------------------
 
