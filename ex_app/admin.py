@@ -35,6 +35,7 @@ from semantic_mcp.operating.plain_text import status_text, why_text
 from semantic_mcp.operating.why import WhyError, explain
 
 from .admin_page import overview_html, why_html
+from .notices import is_admin, notify
 from .pages import Speech, Theming, render
 from .upkeep import guarded
 
@@ -156,14 +157,7 @@ class AdminViews:
                       head='<meta http-equiv="refresh" content="60">' if not why else "")
 
     async def is_admin(self, user: str) -> bool:
-        if not user:
-            return False
-        try:
-            data = await self.nc.ocs(user, "GET", "/ocs/v2.php/cloud/user")
-        except Exception as exc:  # noqa: BLE001 - no answer: not shown as an admin's page
-            log.info("Could not check whether %r is an admin: %s", user, exc)
-            return False
-        return "admin" in (data.get("groups") or [])
+        return await is_admin(self.nc, user)
 
     # --- notices ----------------------------------------------------------------------------
 
@@ -179,11 +173,8 @@ class AdminViews:
     async def notify_admins(self, users: Callable[[], Awaitable[list[str]]], subject: str) -> int:
         sent = 0
         for admin in await self.admins(users):
-            params = {"object": "semantic_mcp", "object_id": f"{int(time.time() * 1000)}", "subject_type": "semantic_mcp",
-                      "subject_params": {"rich_subject": subject, "rich_subject_params": {}, "rich_message": "",
-                                         "rich_message_params": {}, "link": self.page_url}}
             try:
-                await self.nc.ocs(admin, "POST", "/ocs/v1.php/apps/app_api/api/v1/notification", json={"params": params})
+                await notify(self.nc, admin, subject, link=self.page_url)
                 sent += 1
             except Exception as exc:  # noqa: BLE001 - the page and occ still say it
                 log.warning("Could not notify %r: %s", admin, exc)

@@ -26,6 +26,8 @@ from semantic_mcp.nextcloud.client import NextcloudClient
 from semantic_mcp.operating.audit import LOG_ENDPOINT, NEXTCLOUD_LEVEL
 from semantic_mcp.sources.extract.ocr import installed_languages
 
+from .notices import is_admin, notify
+
 log = logging.getLogger("semantic_mcp.settings")
 
 PROBE_TIMEOUT_SECONDS = 10.0  # one short embedding; a service slower than this to answer one is not usable
@@ -33,7 +35,6 @@ RETRY_SECONDS = 60.0  # how often settings the admins were told about are tried 
 EMBEDDING_KEYS = ("embedding_backend", "embedding_url", "embedding_model", "embedding_api_key", "embedding_concurrency")
 REMOTE_BACKENDS = ("openai", "ollama")
 NOTIFICATION_SUBJECT = "Semantic MCP did not use a saved setting"
-NOTIFICATION_ENDPOINT = "/ocs/v1.php/apps/app_api/api/v1/notification"  # AppAPI's, for the user the request names
 
 Tell = Callable[[str], Awaitable[None]]  # says one sentence to the administrators
 IndexShape = Callable[[], Awaitable["tuple[str, int] | None"]]  # the index's (model id, dimension), if open
@@ -165,14 +166,7 @@ async def tell_admins(nc: NextcloudClient, users: Callable[[], Awaitable[list[st
     try:
         await nc.ocs("", "POST", LOG_ENDPOINT, json={"level": NEXTCLOUD_LEVEL[logging.WARNING], "message": sentence})
         for user in await users():
-            if "admin" not in ((await nc.ocs(user, "GET", "/ocs/v2.php/cloud/user")) or {}).get("groups", []):
-                continue
-            params = {"object": "semantic_mcp", "object_id": f"settings-{int(time.time() * 1000)}",
-                      "subject_type": "app_api_ex_app",
-                      "subject_params": {"rich_subject": NOTIFICATION_SUBJECT, "rich_subject_params": {},
-                                         # braces would read as rich-text placeholders (an endpoint's JSON error)
-                                         "rich_message": sentence.replace("{", "(").replace("}", ")"),
-                                         "rich_message_params": {}}}
-            await nc.ocs(user, "POST", NOTIFICATION_ENDPOINT, json={"params": params})
+            if await is_admin(nc, user):
+                await notify(nc, user, NOTIFICATION_SUBJECT, sentence)
     except Exception as exc:  # noqa: BLE001 - the sentence is in the app's log already
         log.warning("Could not tell the administrators in Nextcloud (%s)", exc)
