@@ -98,7 +98,9 @@ def _wants_json(options: dict[str, Any] | None) -> bool:
 class AdminViews:
     """The occ handlers, the page, and the notices; one :class:`FirstPassWatch` for all of them."""
 
-    def __init__(self, engine: Engine, nc: NextcloudClient, public_url: str, issuer: str) -> None:
+    def __init__(self, engine: Engine, nc: NextcloudClient, public_url: str, issuer: str,
+                 settings_problem: Callable[[], str] = lambda: "") -> None:
+        self.settings_problem = settings_problem  # a saved setting the app could not use (settings_check.py)
         self.engine = engine
         self.nc = nc
         self.watch = FirstPassWatch(clock=time.time)
@@ -113,7 +115,8 @@ class AdminViews:
                 Route(PAGE_PATH, self.page, methods=["GET"])]
 
     async def overview(self) -> dict[str, Any]:
-        return await asyncio.to_thread(build_overview, self.engine, self.watch)
+        view = await asyncio.to_thread(build_overview, self.engine, self.watch)
+        return {**view, "settings_problem": self.settings_problem() or None}
 
     # --- occ --------------------------------------------------------------------------------
 

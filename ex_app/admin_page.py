@@ -32,6 +32,7 @@ def overview_html(view: dict[str, Any], query: dict[str, str], why: str) -> str:
         ("Index on disk", size(view["index_bytes_on_disk"])),
         ("Memory", f"{size(view['memory_bytes']['total'])} (app {size(view['memory_bytes']['app'])}, "
                    f"parser workers {size(view['memory_bytes']['parser_workers'])})"),
+        *([("Settings", view["settings_problem"])] if view.get("settings_problem") else []),
     ]
     rows = []
     for user in view["users"]:

@@ -146,7 +146,9 @@ def create_app() -> FastAPI:
         lambda level, message: nc_client.ocs("", "POST", audit.LOG_ENDPOINT, json={"level": level, "message": message}),
         health.wait_usable)
     audit.install(nextcloud_log)
-    admin = AdminViews(engine, nc_client, public_url, oauth.issuer)  # occ status/why, the overview page, notices
+    # occ status/why, the overview page and the notices; the page also shows a saved setting not used
+    admin = AdminViews(engine, nc_client, public_url, oauth.issuer,
+                       lambda: SETTINGS.check.problem if SETTINGS.check else "")
     # AppAPI's signature (checked by AppAPIAuth on every request) is the guard here. DNS-rebinding
     # protection would compare Host with 127.0.0.1 and refuse the container name the proxy uses.
     mcp_http = mcp.streamable_http_app(

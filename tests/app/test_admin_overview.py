@@ -191,3 +191,14 @@ def test_registering_a_command_again_updates_it_as_appapi_does(stack: Stack) -> 
     assert after == before
     missing = httpx.get(url, params={"name": "semantic_mcp:nothing", "format": "json"}, headers=headers)
     assert missing.json()["ocs"]["meta"]["statuscode"] == 404
+
+
+def test_a_saved_setting_the_app_could_not_use_is_on_the_status_and_the_page(stack: Stack) -> None:
+    from ex_app.admin_page import overview_html
+    from semantic_mcp.operating.plain_text import status_text
+
+    view = occ_json(stack, STATUS)
+    assert view["settings_problem"] is None  # the app uses every saved setting
+    sentence = "Semantic MCP keeps using the built-in e5 model because the embedding endpoint did not answer."
+    assert f"Settings:             {sentence}" in status_text({**view, "settings_problem": sentence})
+    assert sentence in overview_html({**view, "settings_problem": sentence}, {}, "")

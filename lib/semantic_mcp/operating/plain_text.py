@@ -67,6 +67,7 @@ def status_text(view: dict[str, Any]) -> str:
         f"Index on disk:        {size(view['index_bytes_on_disk'])}",
         f"Memory:               {size(view['memory_bytes']['total'])} (app {size(view['memory_bytes']['app'])}, "
         f"parser workers {size(view['memory_bytes']['parser_workers'])})",
+        *([f"Settings:             {view['settings_problem']}"] if view.get("settings_problem") else []),
         "",
     ]
     rows = [["user / source", *HEADINGS, "last reconciliation"]]
