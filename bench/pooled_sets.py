@@ -40,25 +40,16 @@ SIZES = ("alone", "pooled")
 SHOWN = 5
 
 # The fusions compared, with how many numbers each one sets. "token" rules weigh a query that shows a code, number
-# or name (``Calibration.token_weight``, search/tokens.py) apart from a plain one; "distinct" rules lift one
-# candidate only, the one whose keyword coverage no other candidate comes within that share of
-# (``Calibration.distinct_share``), and let no other keyword hit in. ``SHIPPED`` is the default calibration's.
+# or name (``Calibration.token_weight``, search/tokens.py) apart from a plain one. A third family, which lifted only
+# the candidate whose coverage stood alone, was measured at commit 7d601f9 and dropped (ADR 0720).
 RULES = {
     "dense order (no keyword weight)": (0, Setting("w 0", 0.0, 0.0)),
     **{f"one weight {w}": (1, Setting(f"w {w}", w, 0.0)) for w in (0.01, 0.02, 0.04)},
     **{f"one weight {w} + exact {e}": (2, Setting(f"w {w}, e {e}", w, e)) for w in (0.02, 0.04) for e in (0.04,)},
     **{f"plain {w}, token {t} + exact {e}": (3, Setting(f"w {w} plain, {t} + e {e} named", w, e, token_weight=t))
        for w, t, e in ((0.0, 0.1, 0.04), (0.02, 0.04, 0.04), (0.02, 0.06, 0.04), (0.02, 0.1, 0.0), (0.02, 0.1, 0.04))},
-    **{f"distinct {d}: one weight {w}": (2, Setting(f"w {w}, distinct {d}", w, 0.0, distinct_share=d))
-       for d in (0.5, 0.7, 0.9) for w in (0.02, 0.1)},
-    **{f"distinct {d}: token {t}": (2, Setting(f"{t} named, distinct {d}", 0.0, 0.0, token_weight=t, distinct_share=d))
-       for d in (0.5, 0.7, 0.9) for t in (0.06, 0.1)},
-    **{f"distinct {d}: plain {w}, token {t} + exact {e}": (4, Setting(f"w {w} plain, {t} + e {e} named, distinct {d}", w, e,
-                                                                     token_weight=t, distinct_share=d))
-       for d in (0.7, 0.9) for w, t, e in ((0.02, 0.1, 0.04), (0.0, 0.1, 0.04))},
 }
-SHIPPED = "plain 0.02, token 0.1 + exact 0.04"
-BEFORE = SHIPPED
+SHIPPED = "plain 0.02, token 0.1 + exact 0.04"  # the default calibration's (ADR 0273)
 PROBE_SLACK = 0.02  # as retrieval_quality.PROBE_SLACK: codes and names must keep being found
 
 
@@ -151,7 +142,7 @@ def main() -> None:
           "tokens) least over the cells alone and pooled.\n")
     print("| Rule | numbers | " + " | ".join(names) + " | least, tuned | least, checked | probes alone / pooled |\n" + "|---" * (len(names) + 5) + "|")
     for rule, (count, _) in RULES.items():
-        mark = (" **(chosen)**" if rule == chosen else "") + (" (shipped)" if rule == SHIPPED else " (before)" if rule == BEFORE else "")
+        mark = (" **(chosen)**" if rule == chosen else "") + (" (shipped)" if rule == SHIPPED else "")
         print(f"| {rule}{mark} | {count} | " + " | ".join(f"{gains[rule][n, 'alone']:+.3f} / {gains[rule][n, 'pooled']:+.3f}"
                                                          for n in names)
               + f" | {min(gains[rule][c] for c in tune):+.3f} | {min((gains[rule][c] for c in check), default=math.nan):+.3f}"

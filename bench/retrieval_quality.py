@@ -201,12 +201,10 @@ class Setting:
     token_weight: float | None = None  # ``Calibration.token_weight``: the keyword weight and exact bonus for
     # queries that show a code, number or name (search/tokens.py); the others get ``keyword_weight`` and no bonus
     plain_rule: str | None = None  # a name of ``PLAIN_RULES``: the plain-query weight x what the candidates show
-    distinct_share: float | None = None  # ``Calibration.distinct_share``: only a candidate whose coverage stands alone is lifted
 
     def apply(self, retriever: HybridRetriever, base: Calibration) -> None:
         calibration = UNCALIBRATED if self.relative else replace(
-            base, keyword_weight=self.keyword_weight, exact_bonus=self.exact_bonus, token_weight=self.token_weight,
-            distinct_share=self.distinct_share)
+            base, keyword_weight=self.keyword_weight, exact_bonus=self.exact_bonus, token_weight=self.token_weight)
         retriever.calibration = lambda: calibration  # type: ignore[method-assign]
         retriever.fusion = Fusion.rrf() if self.rrf else Fusion()
         retriever.__dict__.pop("_mix", None)

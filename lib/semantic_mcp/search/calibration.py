@@ -67,21 +67,6 @@ class Calibration:
     # How much that drop varies between answers (ADR 0281): once the cut-off keeps something for a query, an
     # other-language candidate this close to the best kept one is returned too (:func:`default_cut`).
     other_language_spread: float = 0.0
-    # The keyword lift goes to one candidate only, the one whose coverage stands alone: no other candidate's
-    # reaches this share of it (:meth:`lifted`). Measured on the pooled sets and the growth corpus (ADR 0720),
-    # not shipped: an answer's evidence then depends on what else is stored, and at 100x the growth bench's
-    # answers lost their lift and fell under the cut-off. None: every candidate is lifted by its coverage.
-    distinct_share: float | None = None
-
-    def lifted(self, coverage: dict[str, float]) -> dict[str, float]:
-        """The candidates' coverage that the fusion counts. With ``distinct_share``, only the best candidate's,
-        and only when no other comes within that share of it."""
-        if self.distinct_share is None:
-            return coverage
-        ranked = sorted(coverage.items(), key=lambda item: -item[1])
-        if not ranked or ranked[0][1] <= 0 or (len(ranked) > 1 and ranked[1][1] >= self.distinct_share * ranked[0][1]):
-            return {}
-        return dict(ranked[:1])
 
     def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0) -> Calibration:
         """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``.

@@ -273,11 +273,7 @@ class HybridRetriever:
                                      max(coverage.values(), default=0.0))
         across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
-        lifted = calibration.lifted(coverage)
-        if lifted is not coverage and mode == "hybrid":  # a keyword hit the fusion gives no lift has no say either
-            found = set(dense_ids)
-            dense_cos = {c: cos for c, cos in dense_cos.items() if c in found or c in lifted}
-        rank_key, chunk_scores = self._mix(vector, dense_cos, dict(keyword_hits), lifted, mode, calibration, across)
+        rank_key, chunk_scores = self._mix(vector, dense_cos, dict(keyword_hits), coverage, mode, calibration, across)
         doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
         best_chunk: dict[str, str] = {}
         for chunk_id in sorted(rank_key, key=lambda c: -rank_key[c]):
@@ -307,7 +303,7 @@ class HybridRetriever:
                     keyword_rank=doc_ranks["keyword"].get(doc_key),
                     coverage=coverage.get(record.chunk_id),
                     above_noise=None if floor is None or record.chunk_id not in dense_cos else
-                    calibration.fused(dense_cos[record.chunk_id], lifted.get(record.chunk_id, 0.0),
+                    calibration.fused(dense_cos[record.chunk_id], coverage.get(record.chunk_id, 0.0),
                                       record.chunk_id in across) - floor,
                     other_language=record.chunk_id in across,
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
