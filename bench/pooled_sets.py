@@ -40,7 +40,8 @@ SIZES = ("alone", "pooled")
 SHOWN = 5
 
 # The fusions compared, with how many numbers each one sets. "token" rules weigh a query that shows a code, number
-# or name (``Calibration.token_weight``, search/tokens.py) apart from a plain one. A third family, which lifted only
+# or name (``Calibration.token_weight``, search/tokens.py) apart from a plain one; "rare" ones only when a word of it
+# is rare in the index (``Calibration.rare_term_chunks``). A third family, which lifted only
 # the candidate whose coverage stood alone, was measured at commit 7d601f9 and dropped (ADR 0720).
 RULES = {
     "dense order (no keyword weight)": (0, Setting("w 0", 0.0, 0.0)),
@@ -48,8 +49,13 @@ RULES = {
     **{f"one weight {w} + exact {e}": (2, Setting(f"w {w}, e {e}", w, e)) for w in (0.02, 0.04) for e in (0.04,)},
     **{f"plain {w}, token {t} + exact {e}": (3, Setting(f"w {w} plain, {t} + e {e} named", w, e, token_weight=t))
        for w, t, e in ((0.0, 0.1, 0.04), (0.02, 0.04, 0.04), (0.02, 0.06, 0.04), (0.02, 0.1, 0.0), (0.02, 0.1, 0.04))},
+    # The token fusion only for a query one of whose words at most ``r`` chunks hold (``Calibration.rare_term_chunks``).
+    **{f"plain 0.02, token 0.1 + exact 0.04, rare {r}": (4, Setting(f"w 0.02 plain, 0.1 + e 0.04 named, rare {r}", 0.02,
+                                                                   0.04, token_weight=0.1, rare_term_chunks=r))
+       for r in (1, 3, 10)},
 }
-SHIPPED = "plain 0.02, token 0.1 + exact 0.04"  # the default calibration's (ADR 0273)
+SHIPPED = "plain 0.02, token 0.1 + exact 0.04, rare 3"  # the default calibration's (ADR 0720)
+BEFORE = "plain 0.02, token 0.1 + exact 0.04"  # ADR 0273's
 PROBE_SLACK = 0.02  # as retrieval_quality.PROBE_SLACK: codes and names must keep being found
 
 
@@ -142,7 +148,7 @@ def main() -> None:
           "tokens) least over the cells alone and pooled.\n")
     print("| Rule | numbers | " + " | ".join(names) + " | least, tuned | least, checked | probes alone / pooled |\n" + "|---" * (len(names) + 5) + "|")
     for rule, (count, _) in RULES.items():
-        mark = (" **(chosen)**" if rule == chosen else "") + (" (shipped)" if rule == SHIPPED else "")
+        mark = (" **(chosen)**" if rule == chosen else "") + {SHIPPED: " (shipped)", BEFORE: " (before)"}.get(rule, "")
         print(f"| {rule}{mark} | {count} | " + " | ".join(f"{gains[rule][n, 'alone']:+.3f} / {gains[rule][n, 'pooled']:+.3f}"
                                                          for n in names)
               + f" | {min(gains[rule][c] for c in tune):+.3f} | {min((gains[rule][c] for c in check), default=math.nan):+.3f}"
