@@ -111,6 +111,7 @@ bench: $(STAMP)
 	PYTHONPATH=lib:. $(PY) bench/structured_items.py
 	PYTHONPATH=lib:. $(PY) bench/cross_language.py
 	PYTHONPATH=lib:. $(PY) bench/corpus_growth.py
+	PYTHONPATH=lib:. $(PY) bench/pooled_sets.py
 	PYTHONPATH=lib:. $(PY) bench/indexing.py
 	PYTHONPATH=lib:. $(PY) bench/search_latency.py
 	PYTHONPATH=lib:. $(PY) bench/skeleton_noise.py

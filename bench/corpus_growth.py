@@ -9,11 +9,9 @@ hit@5 and MRR of the item the question is about, the share of questions that get
 question; the questions answered at 1x that get nothing at a larger size; and the share of random-token
 queries (``noise_queries.random_texts``, its test draw) and of questions nothing answers that get anything.
 
-Then the retrieval sets pooled: each set's judged questions against its own documents pooled with every
-other set's, nDCG@10 of the hybrid and of its dense leg, alone and pooled (``--sets``; the default leaves out
-the three large ones, which take an hour to embed on the shared machine).
+The retrieval sets pooled, each set's questions against every set's documents: bench/pooled_sets.py.
 
-    PYTHONPATH=lib:. python bench/corpus_growth.py [--sizes 1 10 100] [--sets dbpedia arcd ...] [--no-sets | --no-growth]
+    PYTHONPATH=lib:. python bench/corpus_growth.py [--sizes 1 10 100]
 """
 
 from __future__ import annotations
@@ -21,15 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from growth_corpus import KINDS, QUESTIONS, UNANSWERABLE, corpus  # noqa: E402
 from noise_queries import TEST_SEED, random_texts  # noqa: E402
-from retrieval_quality import CACHE, USER, QueryMemo, build, ndcg  # noqa: E402
-from retrieval_sets import Dataset, load  # noqa: E402
+from retrieval_quality import CACHE, USER, QueryMemo, build  # noqa: E402
+from retrieval_sets import Dataset  # noqa: E402
 from structured_items import NOW  # noqa: E402
 
 from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
@@ -39,7 +36,6 @@ from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.search.service import VERIFY_SLACK  # noqa: E402
 
 SHOWN = 5
-POOLED_SETS = ("dbpedia", "arcd", "spf-fr", "xquad-de", "xquad-es", "xquad-ru", "jsquad", "cmrc-zh")
 
 
 def shown(retriever: HybridRetriever, query: str) -> list[str]:
@@ -94,40 +90,12 @@ def growth(embedder: QueryMemo, sizes: list[int]) -> None:
               + (f" ({'; '.join(dropped)})" if dropped else ""))
 
 
-def pooled(embedder: QueryMemo, names: list[str]) -> None:
-    """nDCG@10 of hybrid and dense for each set, alone and with every other set's documents pooled in."""
-    sets = {name: load(name) for name in names}
-    # Source ids are unique within a set only: prefix them with the set's name.
-    prefixed = {name: [replace(d, source_id=f"{name}/{d.source_id}") for d in data.docs] for name, data in sets.items()}
-    with tempfile.TemporaryDirectory() as tmp:
-        alone = {name: build(Dataset(name, prefixed[name], {}, {}), embedder, Path(tmp)) for name in names}
-        pool = build(Dataset("pooled", [d for docs in prefixed.values() for d in docs], {}, {}), embedder, Path(tmp))
-        print(f"\nRetrieval sets pooled ({sum(len(d) for d in prefixed.values())} documents), nDCG@10\n")
-        print("| Set | Queries | dense alone | hybrid alone | dense pooled | hybrid pooled |\n|---|---|---|---|---|---|")
-        for name, data in sets.items():
-            row = []
-            for retriever in (alone[name], pool):
-                for mode in ("dense", "hybrid"):
-                    # Another set's document in the first ten counts as not relevant (its id is not in grades).
-                    scores = [ndcg([c.doc_key.split(":", 1)[1].removeprefix(f"{name}/") for c in
-                                    retriever.search_sync(USER, data.queries[qid], 10, mode=mode)], grades)
-                              for qid, grades in data.qrels.items()]
-                    row.append(sum(scores) / len(scores))
-            print(f"| {name} | {len(data.qrels)} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 10, 100])
-    parser.add_argument("--sets", nargs="+", default=list(POOLED_SETS))
-    parser.add_argument("--no-sets", action="store_true", help="only the growth table")
-    parser.add_argument("--no-growth", action="store_true", help="only the pooled sets")
     args = parser.parse_args()
     embedder = QueryMemo(make_embedder(cache_path=CACHE))
-    if not args.no_growth:
-        growth(embedder, args.sizes)
-    if not args.no_sets:
-        pooled(embedder, args.sets)
+    growth(embedder, args.sizes)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Calibration: how one embedding model's evidence becomes a score that means the same across queries,
-and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281).
+and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281, 0720).
 
 The numbers are measured by the benches named beside them (bench/RESULTS.md); the retriever
 (retrieval.py) ranks and scores with them, the search service cuts with :func:`default_cut`.
@@ -67,11 +67,19 @@ class Calibration:
     # How much that drop varies between answers (ADR 0281): once the cut-off keeps something for a query, an
     # other-language candidate this close to the best kept one is returned too (:func:`default_cut`).
     other_language_spread: float = 0.0
+    # A query showing a code, number or name gets the token fusion only when one of its words is held by at most
+    # this many chunks (ADR 0720): an entity question's capitalised words ("Which actors were born in Germany?")
+    # are held by hundreds of passages of a 5,000-entity corpus, and lifting them ranked it below dense. None:
+    # the query's text alone decides.
+    rare_term_chunks: int | None = None
 
-    def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0) -> Calibration:
+    def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0,
+                  rarest: int | None = None) -> Calibration:
         """The fusion that ranks and scores ``query``'s candidates: call it before ``fused`` and ``probability``.
 
-        The token fusion serves a query showing a code, number or name (search/tokens.py), and one the
+        The token fusion serves a query showing a code, number or name (search/tokens.py) one of whose words
+        at most ``rare_term_chunks`` chunks hold (``rarest``, ``KeywordIndex.rarest``; None: not counted, the
+        text alone decides), and one the
         embedding cannot read: its best candidate cosine rises less than ``noise_margin`` over its noise
         floor (``best_above_noise``, search/noise.py), so every random note is as close in meaning as the one
         holding a query token ("fjzilcfeysw dplgomfzbamv"), and a candidate holds a distinctive query token
@@ -80,7 +88,8 @@ class Calibration:
             return self
         unreadable = (self.noise_margin is not None and best_above_noise is not None
                       and best_above_noise < self.noise_margin and best_coverage >= NOISE_FLOOR_WAIVED_COVERAGE)
-        weights = {"keyword_weight": self.token_weight} if shows_token(query) or unreadable else {"exact_bonus": 0.0}
+        token = shows_token(query) and (rarest is None or self.rare_term_chunks is None or rarest <= self.rare_term_chunks)
+        weights = {"keyword_weight": self.token_weight} if token or unreadable else {"exact_bonus": 0.0}
         return replace(self, token_weight=None, **weights)
 
     def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
@@ -132,7 +141,8 @@ def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
 # alone. MiniLM's cosines span far more than e5's, hence its larger weights in cosine units.
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.02, exact_bonus=0.04, bias=-28.29, slope=33.19,
-                                          noise_margin=0.04, token_weight=0.1,  # ADR 0281 (language_offset.py),
+                                          noise_margin=0.04, token_weight=0.1, rare_term_chunks=3,  # ADR 0720;
+                                          # ADR 0281 (language_offset.py),
                                           # the offset halved by ADR 0310 (corpus_growth.py): as the content
                                           # grows, 0.05 lifts passing mentions in other languages over answers
                                           other_language_bonus=0.025, other_language_spread=0.024),

@@ -270,7 +270,8 @@ class HybridRetriever:
         floor = self.noise.of(vector) if vector is not None and base.noise_margin is not None else None
         calibration = base.for_query(keyword_query or query,  # what the keyword leg matches
                                      max(dense_cos.values()) - floor if floor is not None and dense_cos else None,
-                                     max(coverage.values(), default=0.0))
+                                     max(coverage.values(), default=0.0),
+                                     None if base.rare_term_chunks is None else self.keyword.rarest(user, keyword_query or query))
         across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
         rank_key, chunk_scores = self._mix(vector, dense_cos, dict(keyword_hits), coverage, mode, calibration, across)

@@ -348,6 +348,15 @@ class KeywordIndex:
                 rows = db.execute(sql, [match, *params, k]).fetchall()
             return [(chunk_id, -score) for chunk_id, score in rows]
 
+    @_dropped_reads_as(lambda: 0)
+    def rarest(self, user: str, query: str) -> int:
+        """How many of ``user``'s chunks hold the query term that the fewest hold, of the terms some chunk
+        holds (0: none is held). A code or a name of one passage: 1 (search/calibration.py, ADR 0720)."""
+        terms, (_, fts) = query_terms(query), self._tables(user)
+        with self._reading() as db:
+            counts = self._document_frequencies(user, terms, db)[1] if terms and self._exists(fts, db) else {}
+        return min((counts[t] for t in terms if counts.get(t)), default=0)  # the counts hold earlier queries' too
+
     @_dropped_reads_as(dict)
     def coverage(self, user: str, query: str, chunk_ids: Sequence[str]) -> dict[str, float]:
         """For each of ``chunk_ids``, the share in [0, 1] of ``query``'s term weight that the chunk
