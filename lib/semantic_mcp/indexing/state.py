@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.documents import DocRef, DocType
+from ..stores.migrations import add_column, migrate, run_sql
 from .queue import CATCHING_UP, OCR, ONE_DOC, TaskQueue, doc_key, row_ref
 from .team_folder_records import TEAM_FOLDERS_SCHEMA, TeamFolderRecords
 from .turns import Turns
@@ -77,6 +78,15 @@ CREATE TABLE IF NOT EXISTS users (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """ + TEAM_FOLDERS_SCHEMA
 
+# The layouts since the first, in order (stores/migrations.py); append, never change or reorder.
+_MIGRATIONS = (
+    add_column("users", "account_id", "TEXT"),  # the account's identity (accounts.py)
+    add_column("tasks", "priority", "INTEGER NOT NULL DEFAULT 1"),  # lanes and turns (ADR 0015)
+    run_sql("tasks_turns index and no folders counted as skipped files", """
+        CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before);
+        DELETE FROM skipped WHERE reason = 'folder'"""),  # the index covers claim()'s queries
+)
+
 
 @dataclass
 class IndexedDoc:
@@ -97,13 +107,7 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
         self._lock = threading.RLock()
         self._turns = {CATCHING_UP: Turns(CATCHING_UP), OCR: Turns(OCR)}
         self._db.executescript(_SCHEMA)
-        if "account_id" not in {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}:
-            self._db.execute("ALTER TABLE users ADD COLUMN account_id TEXT")  # a database from before it
-        if "priority" not in {row["name"] for row in self._db.execute("PRAGMA table_info(tasks)")}:
-            self._db.execute("ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1")
-        self._db.execute("DELETE FROM skipped WHERE reason = 'folder'")  # once counted as skipped files: never again
-        self._db.execute(  # covers claim()'s queries: no table lookups while choosing
-            "CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before)")
+        migrate(self._db, _MIGRATIONS, name="index state")
 
     def close(self) -> None:
         with self._lock:
