@@ -96,6 +96,14 @@ def principal_of(request: Any) -> Principal | None:
 SETTINGS = SettingsCache()
 
 
+async def apply_settings(engine: Engine) -> None:
+    """The one place the settings read take effect (ADR 0740); a new embedding model loads here, in a thread."""
+    try:
+        await asyncio.to_thread(engine.apply, SETTINGS.current)
+    except Exception as exc:  # e.g. an embedding service that cannot be reached: the previous one keeps serving
+        log.warning("The admin settings could not be applied, the previous ones stay in effect: %s", exc)
+
+
 def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
@@ -145,6 +153,7 @@ def create_app() -> FastAPI:
             await health.wait_usable()  # never ask while Nextcloud is down or refuses the app
             with contextlib.suppress(Exception):
                 await guarded(health, "read settings", lambda: SETTINGS.refresh(AsyncNextcloudApp()))
+            await apply_settings(engine)
             with contextlib.suppress(Exception):  # is the companion app (search bar, one-request re-checks) there?
                 await engine.verifier.companion.refresh(nc_client)  # type: ignore[union-attr]
             await asyncio.sleep(SETTINGS_REFRESH_SECONDS)
@@ -266,6 +275,7 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Settings
     problems += await ensure_webhooks(nc, engine, replace=True)
     with contextlib.suppress(Exception):
         await guarded(engine.health, "read settings", lambda: SETTINGS.refresh(nc))
+    await apply_settings(engine)
     engine.start_backfill()
     if problems:
         log.error("Enabling finished with problems: %s", "; ".join(problems))
