@@ -208,16 +208,13 @@ class Pipeline(EmbedAndWrite):
     async def _load(self, source: Source, task: Task) -> SourceDocument | Skipped:
         """Use what the event already carried (a calendar webhook has the full iCalendar) or fetch."""
         payload = task.payload or {}
-        document_from_payload = getattr(source, "document_from_payload", None)
-        current_version = getattr(source, "current_version", None)
-        if payload and document_from_payload is not None and current_version is not None:
-            doc = await document_from_payload(task.ref.source_id, payload, user=task.ref.user)
-            # Events arrive late and out of order: what one carried is used only if it is still the
-            # current version (a HEAD, which also says 404 for an object deleted since).
-            if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):
-                return doc
+        doc = await source.document_from_payload(task.ref.source_id, payload, user=task.ref.user) if payload else None
+        # Events arrive late and out of order: what one carried is used only if it is still the
+        # current version (a HEAD, which also says 404 for an object deleted since).
+        if doc is not None and doc.version == await source.current_version(self.nc, task.ref.user, task.ref.source_id):
+            return doc
         if payload == OCR_PAYLOAD:
-            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")  # type: ignore[call-arg]
+            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))  # ADR 0530
 
     async def _delete(self, ref: DocRef) -> None:

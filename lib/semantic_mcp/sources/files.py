@@ -209,8 +209,8 @@ class FilesSource(Source):
         user: str,
         source_id: str,
         *,
-        ocr_lane: str | None = None,
         listed: Mapping[str, Any] | None = None,
+        ocr_lane: str | None = None,
     ) -> SourceDocument | Skipped:
         """Read the metadata, decide without downloading when possible, then download and extract.
 
