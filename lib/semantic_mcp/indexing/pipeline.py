@@ -195,7 +195,7 @@ class Pipeline(EmbedAndWrite):
             await self._delete(ref)
             if doc.counted:  # a folder is no skipped document: the status counts only files
                 log.info("Not indexing %s for %s: %s", ref.key, ref.user, doc.reason)
-                self.state.record_skipped(ref, doc.version, doc.reason)
+                self.state.record_skipped(ref, doc.version, doc.reason, doc.location)
                 self.stats.skipped += 1
             self.state.complete(task)
             return None

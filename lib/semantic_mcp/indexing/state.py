@@ -51,6 +51,7 @@ CREATE INDEX IF NOT EXISTS documents_source ON documents (doc_type, source_id);
 CREATE TABLE IF NOT EXISTS skipped (
     user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
     version TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL,
+    location TEXT NOT NULL DEFAULT '',  -- a file's path: deleting it (or its folder) there forgets it
     PRIMARY KEY (user, doc_type, source_id)
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
@@ -85,6 +86,7 @@ _MIGRATIONS = (
     run_sql("tasks_turns index and no folders counted as skipped files", """
         CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before);
         DELETE FROM skipped WHERE reason = 'folder'"""),  # the index covers claim()'s queries
+    add_column("skipped", "location", "TEXT NOT NULL DEFAULT ''"),  # rows from before: forgotten at a full pass
 )
 
 
@@ -168,6 +170,16 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
         )
         return [_indexed(row) for row in rows]
 
+    def skipped_under(self, user: str, location: str) -> list[DocRef]:
+        """Documents skipped at ``location`` or below it: a deleted file or folder's, which no longer
+        count once their delete is confirmed (a delete event names no id for them)."""
+        prefix = location.rstrip("/") + "/"
+        rows = self._rows(
+            "SELECT * FROM skipped WHERE user = ? AND location != '' AND (location = ? OR substr(location, 1, ?) = ?)",
+            user, location, len(prefix), prefix,
+        )
+        return [row_ref(row) for row in rows]
+
     def record_indexed(self, ref: DocRef, version: str, location: str, title: str, chunk_count: int, modified: int) -> None:
         with self._tx() as db:
             db.execute(
@@ -178,11 +190,12 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
             )
             db.execute(f"DELETE FROM skipped WHERE {ONE_DOC}", doc_key(ref))
 
-    def record_skipped(self, ref: DocRef, version: str, reason: str) -> None:
+    def record_skipped(self, ref: DocRef, version: str, reason: str, location: str = "") -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO skipped (user, doc_type, source_id, version, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (*doc_key(ref), version, reason, time.time()),
+                "INSERT OR REPLACE INTO skipped (user, doc_type, source_id, version, reason, at, location)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*doc_key(ref), version, reason, time.time(), location),
             )
 
     def forget(self, ref: DocRef) -> None:

@@ -88,7 +88,7 @@ def screen(doc: SourceDocument, options: SourceOptions) -> SourceDocument | Skip
     :data:`MAX_TEXT_CHARS`, whatever its source (the pipeline calls it for every document)."""
     reason = exclusion(options, path=doc.path, tags=doc.tags, size=len(doc.text.encode("utf-8", "replace")))
     if reason:
-        return Skipped(doc.doc_type, doc.source_id, reason, version=doc.version)
+        return Skipped(doc.doc_type, doc.source_id, reason, version=doc.version, location=doc.location)
     if len(doc.text) > MAX_TEXT_CHARS:
         log.info("%s %s: text cut to %d characters", doc.doc_type, doc.source_id, MAX_TEXT_CHARS)
         doc.text = doc.text[:MAX_TEXT_CHARS]

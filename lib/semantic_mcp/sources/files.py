@@ -237,9 +237,9 @@ class FilesSource(Source):
         except NeedsOcr as exc:
             if languages:
                 raise
-            return Skipped(self.doc_type, source_id, exc.reason, version=version)
+            return Skipped(self.doc_type, source_id, exc.reason, version=version, location=info.path)
         except UnsupportedContent as exc:
-            return Skipped(self.doc_type, source_id, exc.reason, version=version)
+            return Skipped(self.doc_type, source_id, exc.reason, version=version, location=info.path)
         except ParserFailed as exc:
             exc.version = version
             raise
@@ -267,7 +267,8 @@ class FilesSource(Source):
         info = listed or await lookup_file(nc, user, source_id)
         reason = self._exclusion(info) or exclusion(self.options, size=info.size)
         if reason:
-            return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder)
+            return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder,
+                           location=info.path)
         path = nc.files_root(user) + quote(info.path)
         if listed is None:
             return info, await nc.request(user, "GET", path)
