@@ -223,10 +223,10 @@ def create_app() -> FastAPI:
         if not user:
             return JSONResponse({"error": "The search bar searches as a user; this request names none."}, 403)
         try:
-            term, limit = read_request(json.loads(await request.body() or b"null"))
+            query, limit = read_request(json.loads(await request.body() or b"null"))
         except (ValueError, BadRequest) as exc:
             return JSONResponse({"error": str(exc) if isinstance(exc, BadRequest) else "The body is not JSON."}, 400)
-        return JSONResponse(await search_bar(engine, user, term, limit))
+        return JSONResponse(await search_bar(engine, user, query, limit))
 
     app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key, nc=nc_client).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/
