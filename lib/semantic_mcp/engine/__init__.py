@@ -32,7 +32,7 @@ from ..search.retrieval import Fusion, HybridRetriever
 from ..search.sampling import SamplingGate
 from ..search.service import SearchService
 from ..search.verify import Verifier
-from ..surfaces.companion import Companion
+from ..nextcloud.companion import Companion
 from ..sources.base import SourceOptions
 from .components import SettingsComponents, Current
 from ..nextcloud.webhook_health import WebhookHealth
