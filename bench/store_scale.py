@@ -48,7 +48,7 @@ class FixedEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         raise NotImplementedError("vectors are synthetic")
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, query: str) -> np.ndarray:
         return self.vector
 
 

@@ -104,6 +104,14 @@ def principal_of(request: Any) -> Principal | None:
 SETTINGS = SettingsCache()
 
 
+async def apply_settings(engine: Engine) -> None:
+    """The one place the settings read take effect (ADR 0740); a new embedding model loads here, in a thread."""
+    try:
+        await asyncio.to_thread(engine.apply, SETTINGS.current)
+    except Exception as exc:  # e.g. an embedding service that cannot be reached: the previous one keeps serving
+        log.warning("The admin settings could not be applied, the previous ones stay in effect: %s", exc)
+
+
 def create_app() -> FastAPI:
     app_identity = identity()
     deployment = Deployment.from_env()
@@ -162,6 +170,7 @@ def create_app() -> FastAPI:
             await health.wait_usable()  # never ask while Nextcloud is down or refuses the app
             with contextlib.suppress(Exception):
                 await guarded(health, "read settings", lambda: SETTINGS.refresh(AsyncNextcloudApp()))
+            await apply_settings(engine)
             with contextlib.suppress(Exception):  # is the companion app (search bar, one-request re-checks) there?
                 await engine.verifier.companion.refresh(nc_client)  # type: ignore[union-attr]
             await asyncio.sleep(SETTINGS_REFRESH_SECONDS)
@@ -233,10 +242,10 @@ def create_app() -> FastAPI:
         if not user:
             return JSONResponse({"error": "The search bar searches as a user; this request names none."}, 403)
         try:
-            term, limit = read_request(json.loads(await request.body() or b"null"))
+            query, limit = read_request(json.loads(await request.body() or b"null"))
         except (ValueError, BadRequest) as exc:
             return JSONResponse({"error": str(exc) if isinstance(exc, BadRequest) else "The body is not JSON."}, 400)
-        return JSONResponse(await search_bar(engine, user, term, limit))
+        return JSONResponse(await search_bar(engine, user, query, limit))
 
     app.router.routes.extend(admin.routes())
     app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key, nc=nc_client).routes())
@@ -293,6 +302,7 @@ async def _on_enable(nc: AsyncNextcloudApp, engine: Engine, forms: list[Settings
     problems += await register_occ_commands(nc, engine)  # occ semantic_mcp:status and :why
     with contextlib.suppress(Exception):
         await guarded(engine.health, "read settings", lambda: SETTINGS.refresh(nc))
+    await apply_settings(engine)
     engine.start_backfill()
     if problems:
         log.error("Enabling finished with problems: %s", "; ".join(problems))

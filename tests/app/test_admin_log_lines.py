@@ -23,7 +23,7 @@ DECISIONS = {
                      r"dimensions\); vector store ready$", r"Admin settings changed: \w+(, \w+)*$"],
     "semantic_mcp.nextcloud.health": [r"AppAPI confirmed the app's secret$", r"Nextcloud is usable again; resuming$",
                                       r"Nextcloud answers again after \d+ s unavailable$"],
-    "semantic_mcp.surfaces.companion": [r"The companion app semantic_search is (not )?enabled$"],
+    "semantic_mcp.nextcloud.companion": [r"The companion app semantic_search is (not )?enabled$"],
     "semantic_mcp.indexing.reconcile": [r"Reconciliation \w+ for \w+: \d+ to refresh, \d+ to remove"],
     "semantic_mcp.indexing.pipeline": [r"Indexing \d+ document\(s\): \d+ chunk\(s\), \d+ newly embedded$",
                                        r"Indexed \w+:\S+ for \w+: \d+ chunk\(s\)$",

@@ -44,8 +44,8 @@ class LengthEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return np.array([[len(text), 1, 0, 0] for text in texts], dtype=np.float32)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.array([len(text), 0, 0, 1], dtype=np.float32)
+    def embed_query(self, query: str) -> np.ndarray:
+        return np.array([len(query), 0, 0, 1], dtype=np.float32)
 
 
 @dataclass

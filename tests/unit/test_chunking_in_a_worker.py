@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from semantic_mcp.core.documents import DocRef, SourceDocument
-from semantic_mcp.indexing import pipeline
+from semantic_mcp.indexing import pipeline, writing
 from semantic_mcp.indexing.records import chunk_records
-from semantic_mcp.indexing.state import Task
+from semantic_mcp.indexing.queue import Task
 from semantic_mcp.workers import parser_process
 
 
@@ -55,7 +55,7 @@ async def test_a_batch_is_chunked_in_a_worker_as_in_the_app() -> None:
 
 
 async def test_a_batch_that_trips_a_bound_costs_only_the_document_at_fault(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "_CHUNK_BATCH", "chunk_bombs:chunk_batch")
+    monkeypatch.setattr(writing, "_CHUNK_BATCH", "chunk_bombs:chunk_batch")
     lane = Lane()
     bomb = item("4", "bomb", "Whatever this says, the worker dies on it.")
     chunked = await lane._chunked([ITEMS[0], bomb, ITEMS[1]])

@@ -79,8 +79,8 @@ class CountingEmbedder:
         self.seen.extend(texts)
         return np.array([[len(t), 1, 0, 0] for t in texts], dtype=np.float32)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return np.array([len(text), 0, 0, 1], dtype=np.float32)
+    def embed_query(self, query: str) -> np.ndarray:
+        return np.array([len(query), 0, 0, 1], dtype=np.float32)
 
 
 def test_cache_embeds_identical_text_once_and_survives_restart(tmp_path: Path) -> None:

@@ -88,6 +88,7 @@ def test_a_queue_from_before_priorities_keeps_its_tasks(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:  # the table as the previous release created it
         db.execute("DROP INDEX tasks_turns")
         db.execute("ALTER TABLE tasks DROP COLUMN priority")
+        db.execute("PRAGMA user_version = 0")  # a file from before versioned migrations
     state = IndexState(path)
     assert [t.ref.source_id for t in state.claim(5)] == ["1"]
 

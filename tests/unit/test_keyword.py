@@ -232,7 +232,8 @@ def test_languages_are_read_from_an_index_and_old_tables_get_the_column(tmp_path
                              "WHERE chunk_id IN (?, ?) AND lang IS NOT NULL", ["note:1#0", "note:2#0"]).fetchall()
     assert "COVERING INDEX" in str(plan), plan
 
-    index._db.executescript(f"DROP INDEX {content}_lang; ALTER TABLE {content} DROP COLUMN lang;")  # as before it
+    index._db.executescript(f"DROP INDEX {content}_lang; ALTER TABLE {content} DROP COLUMN lang; "
+                           "PRAGMA user_version = 0;")  # as before it, from before versioned migrations
     index.close()
     reopened = KeywordIndex(tmp_path / "keyword.db")  # the column is added; the index is not built at start-up
     assert f"{content}_lang" not in {n for (n,) in reopened._db.execute("SELECT name FROM sqlite_master")}

@@ -17,7 +17,7 @@ import pytest
 
 from semantic_mcp.nextcloud.client import NextcloudClient
 from semantic_mcp.search.verify import Verifier
-from semantic_mcp.surfaces.companion import CHECK_PATH, Companion
+from semantic_mcp.nextcloud.companion import CHECK_PATH, Companion
 from semantic_mcp.surfaces.search_bar import BadRequest, read_request, titles_first
 
 

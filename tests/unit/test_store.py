@@ -221,6 +221,7 @@ def test_chunks_written_before_keep_chromas_text_until_written_again(tmp_path: P
     fill(VectorStore.embedded(tmp_path / "chroma", "test-model", DIM), old_keyword)
     content, _ = old_keyword._tables("alice")
     old_keyword._db.execute(f"ALTER TABLE {content} DROP COLUMN text")
+    old_keyword._db.execute("PRAGMA user_version = 0")  # as a file from before versioned migrations
     old_keyword.close()
 
     keyword = KeywordIndex(tmp_path / "keyword.db")  # the column is added, empty

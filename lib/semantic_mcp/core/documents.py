@@ -84,6 +84,7 @@ class Skipped:
     version: str = ""  # so reconciliation does not fetch an unchanged skipped document again
     # False for what is not a document at all (a folder): never counted among the skipped.
     counted: bool = True
+    location: str = ""  # where it is (a file's user-relative path), so that deleting it there forgets it
 
 
 MetadataValue = str | int | float | bool

@@ -61,8 +61,8 @@ class _Backend(abc.ABC):
         batches = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return _normalized(np.vstack([self._embed(batch, query=False) for batch in batches]))
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return _normalized(self._embed([text], query=True))[0]
+    def embed_query(self, query: str) -> np.ndarray:
+        return _normalized(self._embed([query], query=True))[0]
 
     @cached_property
     def dim(self) -> int:

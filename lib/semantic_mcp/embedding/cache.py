@@ -102,5 +102,5 @@ class CachedEmbedder:
             known.update(zip(missing, vectors, strict=True))
         return np.stack([known[t] for t in texts]).astype(np.float32, copy=False)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.inner.embed_query(text)
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.inner.embed_query(query)

@@ -24,6 +24,6 @@ class Embedder(Protocol):
         """(len(texts), dim) float32, L2-normalised; texts are documents (chunks)."""
         ...
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """(dim,) float32, L2-normalised; text is a search query."""
+    def embed_query(self, query: str) -> np.ndarray:
+        """(dim,) float32, L2-normalised: the vector of a search query."""
         ...

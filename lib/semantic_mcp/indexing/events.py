@@ -158,6 +158,8 @@ def _plan_file_event(short: str, event: dict[str, Any], state: IndexState, notes
         owner, rel, _ = _node(event, "node")
         plan = Plan(user=owner)
         below = [doc.ref for doc in state.under_location(owner, rel)] + _notes_below(state, owner, rel, notes_folder)
+        for ref in state.skipped_under(owner, rel):  # not indexed, but counted: forgotten once the delete is confirmed
+            plan.deletes.append(ref)
         for ref in below:
             plan.deletes.append(ref)
             plan.upserts.extend(

@@ -5,10 +5,9 @@ OCR lane, one file at a time, for files whose text is in images (ADR 0601). A so
 :class:`NeedsOcr` for such a file in the main lane; the task moves to the OCR lane, which runs
 beside the main one, so a thousand scans never hold up anybody's edited note.
 
-Idempotent by construction: chunk ids are derived from the document (``doc_key#n``), Chroma and
-the keyword index upsert by id, embeddings come from a persistent cache keyed by text, and the
-ledger in :class:`IndexState` is written last. A crash at any point therefore repeats at most the
-cheap steps on restart, never the embedding, and never leaves a duplicate.
+This module claims and fetches (the first stage); ``writing.py`` chunks, embeds and writes. Idempotent
+by construction (see there): a crash at any point repeats at most the cheap steps on restart, never
+the embedding, and never leaves a duplicate.
 """
 
 from __future__ import annotations
@@ -17,9 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass
 
 from ..core.documents import DocRef, Skipped, SourceDocument
 from ..embedding.backends import Embedder
@@ -28,16 +25,14 @@ from ..nextcloud.client import CredentialsRefused, NextcloudClient, NotFound, Tr
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
 from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
-from ..workers.parser_process import ParserFailed, parse_owner, run_parser
-from ..stores.vectors import ChunkRecord, VectorStore
-from .records import chunk_batch
+from ..workers.parser_process import ParserFailed, parse_owner
+from ..stores.vectors import VectorStore
 from .stages import Stages
-from .state import OCR_PAYLOAD, IndexState, Task
+from .queue import OCR_PAYLOAD, Task
+from .state import IndexState
+from .writing import EmbedAndWrite, PipelineStats, Written
 
 log = logging.getLogger(__name__)
-
-Records = list[ChunkRecord]
-
 
 # A batch should take about BATCH_SECONDS: an event queued meanwhile waits at most about one batch,
 # and a fast embedder (a remote service) gets many documents per request. The local model embeds
@@ -47,7 +42,6 @@ MIN_BATCH, MAX_BATCH = 4, 64
 FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
 SLOW_FETCH_SECONDS = 2.0  # a main-lane batch waits this long for a fetch, then goes on without it
 CARRIED_BATCHES = 4  # fetches in flight, slow ones carried included, at most this many batches' worth
-_CHUNK_BATCH = f"{chunk_batch.__module__}:{chunk_batch.__name__}"  # run in a parser worker
 
 
 def next_batch_size(size: int, taken: int, seconds: float) -> int:
@@ -60,16 +54,6 @@ def next_batch_size(size: int, taken: int, seconds: float) -> int:
 
 
 @dataclass
-class Written:
-    """One document on its way into the index: its task, the document, its chunks and their vectors."""
-
-    task: Task
-    doc: SourceDocument
-    recs: list[ChunkRecord]
-    vectors: np.ndarray
-
-
-@dataclass
 class Batch:
     """Claimed tasks on their way through the stages, with the documents fetched for them."""
 
@@ -79,19 +63,7 @@ class Batch:
     started: float  # time.monotonic() at the claim
 
 
-@dataclass
-class PipelineStats:
-    processed: int = 0
-    indexed: int = 0
-    deleted: int = 0
-    skipped: int = 0
-    failed: int = 0
-    chunks_embedded: int = 0
-    last_batch_seconds: float = 0.0
-    recent_latencies: list[float] = field(default_factory=list)  # enqueue-to-searchable, seconds
-
-
-class Pipeline:
+class Pipeline(EmbedAndWrite):
     """Drains the queue. One instance per process; ``run`` loops until cancelled."""
 
     max_attempts = 5
@@ -222,7 +194,7 @@ class Pipeline:
             await self._delete(ref)
             if doc.counted:  # a folder is no skipped document: the status counts only files
                 log.info("Not indexing %s for %s: %s", ref.key, ref.user, doc.reason)
-                self.state.record_skipped(ref, doc.version, doc.reason)
+                self.state.record_skipped(ref, doc.version, doc.reason, doc.location)
                 self.stats.skipped += 1
             self.state.complete(task)
             return None
@@ -235,108 +207,14 @@ class Pipeline:
     async def _load(self, source: Source, task: Task) -> SourceDocument | Skipped:
         """Use what the event already carried (a calendar webhook has the full iCalendar) or fetch."""
         payload = task.payload or {}
-        document_from_payload = getattr(source, "document_from_payload", None)
-        current_version = getattr(source, "current_version", None)
-        if payload and document_from_payload is not None and current_version is not None:
-            doc = await document_from_payload(task.ref.source_id, payload, user=task.ref.user)
-            # Events arrive late and out of order: what one carried is used only if it is still the
-            # current version (a HEAD, which also says 404 for an object deleted since).
-            if doc is not None and doc.version == await current_version(self.nc, task.ref.user, task.ref.source_id):
-                return doc
+        doc = await source.document_from_payload(task.ref.source_id, payload, user=task.ref.user) if payload else None
+        # Events arrive late and out of order: what one carried is used only if it is still the
+        # current version (a HEAD, which also says 404 for an object deleted since).
+        if doc is not None and doc.version == await source.current_version(self.nc, task.ref.user, task.ref.source_id):
+            return doc
         if payload == OCR_PAYLOAD:
-            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")  # type: ignore[call-arg]
+            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))  # ADR 0530
-
-    async def _embed(self, items: list[tuple[Task, SourceDocument]]) -> list[Written]:
-        """The documents' chunks with their vectors; on failure every task fails and nothing is left."""
-        records = await self._chunked(items)
-        texts = [record.text for _, _, recs in records for record in recs]
-        if not texts:
-            return [Written(task, doc, recs, np.zeros((0, 0))) for task, doc, recs in records]
-        embedder = self._embedder()
-        computed_before = getattr(embedder, "computed", 0)
-        try:
-            embeddings = await asyncio.to_thread(embedder.embed_passages, texts)
-        except Exception as exc:
-            log.exception("Embedding a batch of %d chunks failed", len(texts))
-            for task, _ in items:
-                self._fail(task, f"embedding failed: {exc}")
-            return []
-        # Logged as soon as the vectors are cached, so the count survives a crash during the writes.
-        newly = getattr(embedder, "computed", 0) - computed_before
-        log.info("Indexing %d document(s): %d chunk(s), %d newly embedded", len(items), len(texts), newly)
-        self.stats.chunks_embedded += newly
-        written, offset = [], 0
-        for task, doc, recs in records:
-            written.append(Written(task, doc, recs, embeddings[offset : offset + len(recs)]))
-            offset += len(recs)
-        return written
-
-    async def _chunked(self, items: list[tuple[Task, SourceDocument]]) -> list[tuple[Task, SourceDocument, Records]]:
-        """The documents with their chunk records, made in a parser worker: chunking and language
-        detection took a fifth of the app's CPU, on the interpreter the event loop and the index
-        writes need (ADR 0569). A batch that trips the worker's bounds is done again a document at a
-        time, so that only a document at fault fails."""
-        if not items:
-            return []
-        try:
-            chunked = await run_parser(_CHUNK_BATCH, [(doc, task.ref) for task, doc in items])
-            return [(task, doc, recs) for (task, doc), recs in zip(items, chunked, strict=True)]
-        except ParserFailed as exc:
-            if len(items) == 1:
-                task, doc = items[0]
-                self._parse_failed(task, f"chunking: {exc.reason}", doc.version)
-                return []
-        return [each for item in items for each in await self._chunked([item])]
-
-    async def _store(self, written: list[Written]) -> None:
-        """Write the documents to the index, each user's at once, and complete their tasks."""
-        by_user: dict[str, list[Written]] = {}
-        for each in written:
-            by_user.setdefault(each.task.ref.user, []).append(each)
-        for user, group in by_user.items():
-            try:  # one Chroma and one FTS5 write for the user's whole batch: ~8x fewer commits than one each
-                await asyncio.to_thread(self._write, user, group)
-            except Exception:  # then one by one, so only a document that cannot be written fails
-                log.warning("Writing %d document(s) of %s at once failed; writing them one by one", len(group), user,
-                            exc_info=True)
-                for each in group:
-                    try:
-                        await asyncio.to_thread(self._write, user, [each])
-                    except Exception as exc:
-                        log.exception("Writing %s for %s to the index failed", each.task.ref.key, user)
-                        self._fail(each.task, f"index write failed: {exc}")
-                        continue
-                    self._completed(each.task)
-                continue
-            for each in group:
-                self._completed(each.task)
-
-    def _completed(self, task: Task) -> None:
-        self.state.complete(task)
-        self.stats.indexed += 1
-
-    def _write(self, user: str, group: list[Written]) -> None:
-        """Chunks and ledger of documents of one user; a crash between the writes is harmless (chunk
-        ids are deterministic, and the tasks are completed only after). The keyword index first: it
-        holds the texts hits show (ADR 0566), and a chunk it has that Chroma lacks is not served."""
-        recs = [rec for written in group for rec in written.recs]
-        if recs:
-            self.keyword.upsert(user, recs)
-            self.store.upsert(user, recs, np.concatenate([written.vectors for written in group]))
-        stale = []  # chunks a document that shrank no longer has
-        for written in group:
-            previous = self.state.indexed(written.task.ref)
-            if previous and previous.chunk_count > len(written.recs):
-                stale += [f"{written.task.ref.key}#{i}" for i in range(len(written.recs), previous.chunk_count)]
-        if stale:
-            self.store.delete_chunks(user, stale)
-            self.keyword.delete_chunks(user, stale)
-        for written in group:
-            doc = written.doc
-            self.state.record_indexed(written.task.ref, doc.version, doc.location, doc.title, len(written.recs),
-                                      doc.modified)
-            log.info("Indexed %s for %s: %d chunk(s)", written.task.ref.key, written.task.ref.user, len(written.recs))
 
     async def _delete(self, ref: DocRef) -> None:
         await asyncio.to_thread(self.store.delete_doc, ref.user, ref.key)

@@ -1,35 +1,27 @@
-"""Durable indexing state in one SQLite file: the work queue, what is indexed, cursors, dead letters.
+"""Durable indexing state in one SQLite file: the work queue (``queue.py``), what is indexed, cursors,
+dead letters, users' choices and team folders.
 
 Why SQLite: every write is a committed transaction, so a crash or ``kill -9`` loses nothing
 that was acknowledged, and restart picks up exactly where the last commit left off.
-
-The queue coalesces: one row per (user, doc_type, source_id). A burst of events for one document
-(a note save fires Created + Written + Written) becomes one task; a newer event bumps the row's
-``generation`` so a worker that was mid-way through an older version does not drop the newer one.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..core.documents import DocRef, DocType
+from ..stores.migrations import add_column, migrate, run_sql
+from .queue import CATCHING_UP, OCR, ONE_DOC, TaskQueue, doc_key, row_ref
 from .team_folder_records import TEAM_FOLDERS_SCHEMA, TeamFolderRecords
 from .turns import Turns
 from .user_records import UserRecords
-
-Action = Literal["upsert", "delete"]
-
-# A task's priority: its lane and place in it (ADR 0015, ADR 0601).
-URGENT, CATCHING_UP, OCR = 0, 1, 2  # a change a user just made; catching up; a file waiting for OCR
-OCR_PAYLOAD = {"ocr": True}  # what an OCR-lane task carries, so that its source reads the images
 
 _SCHEMA = """
 PRAGMA journal_mode=WAL;
@@ -59,6 +51,7 @@ CREATE INDEX IF NOT EXISTS documents_source ON documents (doc_type, source_id);
 CREATE TABLE IF NOT EXISTS skipped (
     user TEXT NOT NULL, doc_type TEXT NOT NULL, source_id TEXT NOT NULL,
     version TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL,
+    location TEXT NOT NULL DEFAULT '',  -- a file's path: deleting it (or its folder) there forgets it
     PRIMARY KEY (user, doc_type, source_id)
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
@@ -86,14 +79,15 @@ CREATE TABLE IF NOT EXISTS users (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """ + TEAM_FOLDERS_SCHEMA
 
-
-@dataclass
-class Task:
-    ref: DocRef
-    action: Action
-    payload: dict[str, Any] | None
-    generation: int
-    attempts: int
+# The layouts since the first, in order (stores/migrations.py); append, never change or reorder.
+_MIGRATIONS = (
+    add_column("users", "account_id", "TEXT"),  # the account's identity (accounts.py)
+    add_column("tasks", "priority", "INTEGER NOT NULL DEFAULT 1"),  # lanes and turns (ADR 0015)
+    run_sql("tasks_turns index and no folders counted as skipped files", """
+        CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before);
+        DELETE FROM skipped WHERE reason = 'folder'"""),  # the index covers claim()'s queries
+    add_column("skipped", "location", "TEXT NOT NULL DEFAULT ''"),  # rows from before: forgotten at a full pass
+)
 
 
 @dataclass
@@ -105,7 +99,7 @@ class IndexedDoc:
     chunk_count: int
 
 
-class IndexState(UserRecords, TeamFolderRecords):
+class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
     """All durable indexing state. Thread-safe: the pipeline calls it from worker threads too."""
 
     def __init__(self, path: Path) -> None:
@@ -115,13 +109,7 @@ class IndexState(UserRecords, TeamFolderRecords):
         self._lock = threading.RLock()
         self._turns = {CATCHING_UP: Turns(CATCHING_UP), OCR: Turns(OCR)}
         self._db.executescript(_SCHEMA)
-        if "account_id" not in {row["name"] for row in self._db.execute("PRAGMA table_info(users)")}:
-            self._db.execute("ALTER TABLE users ADD COLUMN account_id TEXT")  # a database from before it
-        if "priority" not in {row["name"] for row in self._db.execute("PRAGMA table_info(tasks)")}:
-            self._db.execute("ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1")
-        self._db.execute("DELETE FROM skipped WHERE reason = 'folder'")  # once counted as skipped files: never again
-        self._db.execute(  # covers claim()'s queries: no table lookups while choosing
-            "CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before)")
+        migrate(self._db, _MIGRATIONS, name="index state")
 
     def close(self) -> None:
         with self._lock:
@@ -142,136 +130,10 @@ class IndexState(UserRecords, TeamFolderRecords):
         with self._lock:
             return self._db.execute(sql, args).fetchall()
 
-    # --- queue -----------------------------------------------------------------------------
-
-    def enqueue(
-        self, refs: Iterable[DocRef], action: Action, payload: dict[str, Any] | None = None, *, urgent: bool = False,
-        payloads: Mapping[DocRef, dict[str, Any]] | None = None,
-    ) -> int:
-        """Queue work; a pending task for the same document is replaced (the newest event wins).
-        ``urgent``: a change a user just made (an event), served before any catching up.
-        ``payloads``: a payload of each document's own, in place of ``payload``."""
-        now, refs = time.time(), list(refs)
-        with self._tx() as db:
-            for ref in refs:
-                db.execute(
-                    """INSERT INTO tasks (user, doc_type, source_id, action, payload, enqueued_at, priority)
-                       VALUES (?, ?, ?, ?, ?, ?, ?)
-                       ON CONFLICT (user, doc_type, source_id) DO UPDATE SET
-                         action = excluded.action, payload = excluded.payload,
-                         generation = tasks.generation + 1, attempts = 0, not_before = 0,
-                         last_error = NULL, priority = MIN(tasks.priority, excluded.priority)""",
-                    (*_key(ref), action, _json((payloads or {}).get(ref, payload)), now,
-                     URGENT if urgent else CATCHING_UP),
-                )
-        return len(refs)
-
-    def claim(self, limit: int, lane: str = "main") -> list[Task]:
-        """Take up to ``limit`` ready tasks and mark them running: the changes users just made
-        first, then the catching up, users taking turns (each user's oldest task, then each
-        user's second…), so a user with 50,000 items to index holds nobody else up. The ``"ocr"``
-        lane takes only the files waiting for OCR, users taking turns as well (ADR 0601).
-
-        The attempt is counted here, before the work: a task that hangs the worker or kills the
-        process (out of memory, ``kill -9``) has spent it when :meth:`recover` finds it running.
-        """
-        now = time.time()
-        with self._tx() as db:
-            if lane == "ocr":
-                rows = self._turns[OCR].take(db, now, limit)
-            else:
-                rows = db.execute(
-                    "SELECT * FROM tasks INDEXED BY tasks_turns WHERE priority = 0 AND running = 0 AND not_before <= ?"
-                    " ORDER BY enqueued_at LIMIT ?",
-                    (now, limit),
-                ).fetchall()
-            if len(rows) < limit and lane != "ocr":
-                rows += self._turns[CATCHING_UP].take(db, now, limit - len(rows))
-            for row in rows:
-                db.execute(f"UPDATE tasks SET running = 1, attempts = attempts + 1 WHERE {_DOC}", _key(row))
-        return [
-            Task(_ref(row), row["action"], json.loads(row["payload"]) if row["payload"] else None,
-                 row["generation"], row["attempts"] + 1)
-            for row in rows
-        ]
-
-    def complete(self, task: Task) -> None:
-        """Drop a finished task unless a newer event arrived for the document meanwhile."""
-        key = _key(task.ref)
-        with self._tx() as db:
-            db.execute(f"DELETE FROM tasks WHERE {_DOC} AND generation = ?", (*key, task.generation))
-            db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", key)
-            for table in ("dead_letters", "refused"):
-                db.execute(f"DELETE FROM {table} WHERE {_DOC}", key)
-
-    def retry_later(
-        self, task: Task, error: str, *, max_attempts: int, backoff: float, refused: str | None = None
-    ) -> bool:
-        """Record a failure of the attempt :meth:`claim` counted; True when the task was dead-lettered.
-        ``refused`` is the version of a document that failed by its own fault (a parser's bound)."""
-        ref = task.ref
-        with self._tx() as db:
-            if task.attempts >= max_attempts:
-                db.execute(f"DELETE FROM tasks WHERE {_DOC} AND generation = ?", (*_key(ref), task.generation))
-                _dead_letter(db, ref, error, task.attempts, refused)
-            db.execute(
-                f"UPDATE tasks SET last_error = ?, not_before = ? WHERE {_DOC} AND generation = ?",
-                (error, time.time() + backoff * 2 ** (task.attempts - 1), *_key(ref), task.generation),
-            )
-            db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", _key(ref))
-        return task.attempts >= max_attempts
-
-    def to_ocr_lane(self, task: Task) -> None:
-        """Hand a claimed file whose text is in images to the OCR lane, the attempt not spent; a
-        newer event for it meanwhile wins (its task is tried again, and comes back here if need be)."""
-        with self._tx() as db:
-            db.execute(
-                f"UPDATE tasks SET priority = {OCR}, payload = ?, attempts = MAX(attempts - 1, 0)"
-                f" WHERE {_DOC} AND generation = ?", (json.dumps(OCR_PAYLOAD), *_key(task.ref), task.generation))
-            db.execute(f"UPDATE tasks SET running = 0 WHERE {_DOC}", _key(task.ref))
-
-    def release(self, task: Task) -> None:
-        """Give a claimed task back: Nextcloud could not be asked, so the attempt is not spent."""
-        with self._tx() as db:
-            db.execute(f"UPDATE tasks SET running = 0, attempts = MAX(attempts - 1, 0) WHERE {_DOC}", _key(task.ref))
-
-    def requeue_dead_letters(self) -> int:
-        """Queue every dead-lettered document again with a fresh budget (an upsert: the worker
-        confirms with Nextcloud, so one that is gone is removed instead). Its dead letter stays
-        until it succeeds or fails again. Not those that failed by their own fault (refused)."""
-        with self._tx() as db:
-            rows = db.execute(f"SELECT * FROM dead_letters d WHERE NOT EXISTS (SELECT 1 FROM refused r WHERE {_JOIN})")
-            rows = rows.fetchall()
-        return self.enqueue(map(_ref, rows), "upsert")
-
-    def recover(self, max_attempts: int) -> int:
-        """After a restart nothing is running: give interrupted tasks back to the queue, and
-        dead-letter those that were running when the app stopped ``max_attempts`` times, so a
-        document that crashes or hangs the app cannot do it again after every restart."""
-        with self._tx() as db:
-            for row in db.execute("SELECT * FROM tasks WHERE running = 1 AND attempts >= ?", (max_attempts,)).fetchall():
-                db.execute(f"DELETE FROM tasks WHERE {_DOC}", _key(row))
-                reason = f"the app stopped while indexing it, {row['attempts']} times (crashed, killed or hung)"
-                _dead_letter(db, _ref(row), reason, row["attempts"], refused="")
-            return db.execute(
-                "UPDATE tasks SET running = 0, last_error = 'interrupted: the app stopped while indexing it' "
-                "WHERE running = 1"
-            ).rowcount
-
-    def pending_count(self, user: str | None = None) -> int:
-        where, args = ("", ()) if user is None else ("WHERE user = ?", (user,))
-        return self._rows(f"SELECT COUNT(*) FROM tasks {where}", *args)[0][0]
-
-    def next_ready_in(self, lane: str = "main") -> float | None:
-        """Seconds until the lane's next task becomes ready (0 if one is ready now), None if it has none."""
-        lanes = f"priority = {OCR}" if lane == "ocr" else f"priority < {OCR}"
-        row = self._rows(f"SELECT MIN(not_before) FROM tasks WHERE running = 0 AND {lanes}")[0][0]
-        return None if row is None else max(0.0, row - time.time())
-
     # --- what is indexed ----------------------------------------------------------------------
 
     def indexed(self, ref: DocRef) -> IndexedDoc | None:
-        rows = self._rows(f"SELECT * FROM documents WHERE {_DOC}", *_key(ref))
+        rows = self._rows(f"SELECT * FROM documents WHERE {ONE_DOC}", *doc_key(ref))
         return _indexed(rows[0]) if rows else None
 
     def indexed_versions(self, user: str, doc_type: DocType) -> dict[str, str]:
@@ -308,27 +170,38 @@ class IndexState(UserRecords, TeamFolderRecords):
         )
         return [_indexed(row) for row in rows]
 
+    def skipped_under(self, user: str, location: str) -> list[DocRef]:
+        """Documents skipped at ``location`` or below it: a deleted file or folder's, which no longer
+        count once their delete is confirmed (a delete event names no id for them)."""
+        prefix = location.rstrip("/") + "/"
+        rows = self._rows(
+            "SELECT * FROM skipped WHERE user = ? AND location != '' AND (location = ? OR substr(location, 1, ?) = ?)",
+            user, location, len(prefix), prefix,
+        )
+        return [row_ref(row) for row in rows]
+
     def record_indexed(self, ref: DocRef, version: str, location: str, title: str, chunk_count: int, modified: int) -> None:
         with self._tx() as db:
             db.execute(
                 """INSERT OR REPLACE INTO documents
                    (user, doc_type, source_id, version, location, title, chunk_count, modified, indexed_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (*_key(ref), version, location, title, chunk_count, modified, time.time()),
+                (*doc_key(ref), version, location, title, chunk_count, modified, time.time()),
             )
-            db.execute(f"DELETE FROM skipped WHERE {_DOC}", _key(ref))
+            db.execute(f"DELETE FROM skipped WHERE {ONE_DOC}", doc_key(ref))
 
-    def record_skipped(self, ref: DocRef, version: str, reason: str) -> None:
+    def record_skipped(self, ref: DocRef, version: str, reason: str, location: str = "") -> None:
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO skipped (user, doc_type, source_id, version, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (*_key(ref), version, reason, time.time()),
+                "INSERT OR REPLACE INTO skipped (user, doc_type, source_id, version, reason, at, location)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*doc_key(ref), version, reason, time.time(), location),
             )
 
     def forget(self, ref: DocRef) -> None:
         with self._tx() as db:
             for table in ("documents", "skipped"):
-                db.execute(f"DELETE FROM {table} WHERE {_DOC}", _key(ref))
+                db.execute(f"DELETE FROM {table} WHERE {ONE_DOC}", doc_key(ref))
 
     def forget_skipped(self) -> None:
         """Forget every decision not to index: the rules behind them changed (admin settings), so the
@@ -399,35 +272,5 @@ class IndexState(UserRecords, TeamFolderRecords):
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
 
-def _json(payload: dict[str, Any] | None) -> str | None:
-    return json.dumps(payload) if payload else None
-
-
-_DOC = "user = ? AND doc_type = ? AND source_id = ?"  # one document's row, with _key's values
-
-
-def _key(item: DocRef | sqlite3.Row) -> tuple[str, str, str]:
-    if isinstance(item, DocRef):
-        return (item.user, item.doc_type, item.source_id)
-    return (item["user"], item["doc_type"], item["source_id"])
-
-
-def _ref(row: sqlite3.Row) -> DocRef:
-    return DocRef(row["user"], row["doc_type"], row["source_id"])
-
-
-_JOIN = "r.user = d.user AND r.doc_type = d.doc_type AND r.source_id = d.source_id"
-
-
-def _dead_letter(db: sqlite3.Connection, ref: DocRef, reason: str, attempts: int, refused: str | None = None) -> None:
-    db.execute(
-        "INSERT OR REPLACE INTO dead_letters (user, doc_type, source_id, reason, attempts, at) VALUES (?, ?, ?, ?, ?, ?)",
-        (*_key(ref), reason, attempts, time.time()),
-    )
-    if refused is not None:
-        db.execute("INSERT OR REPLACE INTO refused (user, doc_type, source_id, version) VALUES (?, ?, ?, ?)",
-                   (*_key(ref), refused))
-
-
 def _indexed(row: sqlite3.Row) -> IndexedDoc:
-    return IndexedDoc(_ref(row), row["version"], row["location"], row["title"], row["chunk_count"])
+    return IndexedDoc(row_ref(row), row["version"], row["location"], row["title"], row["chunk_count"])

@@ -71,9 +71,8 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
     source = engine.sources().get(doc_type)
     if source is None:
         raise DocumentUnavailable(f"{doc_type.replace('_', ' ')}s are not searchable on this server")
-    current_version = getattr(source, "current_version", None)  # the sources whose items need a parser
     try:
-        version = await current_version(engine.nc, user, source_id) if current_version else ""
+        version = await source.current_version(engine.nc, user, source_id) or ""  # "": no parser needed
         if reason := FAILURES.reason(doc_type, source_id, version):
             raise DocumentUnavailable(f"{doc_id} cannot be read as text: {reason}; this version is not tried again")
         if (known := LANE.remembered(user, doc_id, version)) is not None:
@@ -82,7 +81,7 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
             try:
                 fetched = await source.fetch(engine.nc, user, source_id)
             except NeedsOcr:  # a scan or a photo: read now, in the reading lane, fewer pages
-                fetched = await source.fetch(engine.nc, user, source_id, ocr_lane="read")  # type: ignore[call-arg]
+                fetched = await source.fetch(engine.nc, user, source_id, ocr_lane="read")
     except NotFound as exc:
         raise DocumentUnavailable(f"{doc_id} does not exist or you cannot open it") from exc
     except Transient as exc:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..stores.migrations import add_column, migrate
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS clients (          -- registered with RFC 7591 dynamic registration
@@ -55,8 +57,8 @@ CREATE INDEX IF NOT EXISTS anonymous_requests_by_kind ON anonymous_requests (kin
 UNUSED_REGISTRATION_SECONDS = 86400  # a registration nobody authorized within a day goes (it was a week)
 MAX_UNUSED_REGISTRATIONS = 1000
 _UNUSED = "client_id NOT IN (SELECT client_id FROM grants)"
-# Columns added after the first release, for databases created before them.
-_ADDED_COLUMNS = {"grants": {"account_id": "TEXT", "expires_at": "REAL"}}
+# The layouts since the first, in order (stores/migrations.py); append, never change or reorder.
+_MIGRATIONS = (add_column("grants", "account_id", "TEXT"), add_column("grants", "expires_at", "REAL"))
 
 
 def digest(secret: str) -> str:
@@ -120,11 +122,7 @@ class OAuthStore:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
-            for table, columns in _ADDED_COLUMNS.items():
-                present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
-                for name, kind in columns.items():
-                    if name not in present:
-                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            migrate(self._db, _MIGRATIONS, name="OAuth store")
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -6,7 +6,7 @@ against Nextcloud itself. Gone or forbidden (404/403) means drop it and schedule
 Each source checks its hits in as few requests as its API allows: one WebDAV SEARCH for files and
 notes, one multiget per calendar or address book, one request per Deck board (ADR-0010). When the
 companion app ``semantic_search`` is enabled, all of a search's hits are checked in one PHP request
-instead (surfaces/companion.py, ADR 0370).
+instead (nextcloud/companion.py, ADR 0370).
 
 When Nextcloud cannot answer in time the hit is *unverifiable*, and what it becomes is decided
 here, explicitly: the caller's own document is served (the index can only be stale about it, and
@@ -30,7 +30,7 @@ from typing import Protocol
 from ..core.documents import DocRef
 from ..nextcloud.client import NextcloudClient
 from ..sources.base import Source
-from ..surfaces.companion import Companion
+from ..nextcloud.companion import Companion
 
 log = logging.getLogger(__name__)
 

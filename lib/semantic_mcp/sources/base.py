@@ -88,7 +88,7 @@ def screen(doc: SourceDocument, options: SourceOptions) -> SourceDocument | Skip
     :data:`MAX_TEXT_CHARS`, whatever its source (the pipeline calls it for every document)."""
     reason = exclusion(options, path=doc.path, tags=doc.tags, size=len(doc.text.encode("utf-8", "replace")))
     if reason:
-        return Skipped(doc.doc_type, doc.source_id, reason, version=doc.version)
+        return Skipped(doc.doc_type, doc.source_id, reason, version=doc.version, location=doc.location)
     if len(doc.text) > MAX_TEXT_CHARS:
         log.info("%s %s: text cut to %d characters", doc.doc_type, doc.source_id, MAX_TEXT_CHARS)
         doc.text = doc.text[:MAX_TEXT_CHARS]
@@ -144,12 +144,33 @@ class Source(abc.ABC):
 
     @abc.abstractmethod
     async def fetch(
-        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
+        ocr_lane: str | None = None,
     ) -> SourceDocument | Skipped:
         """Fetch one document as ``user``. Raise NotFound when it is gone or no longer readable.
 
         ``listed`` is what :meth:`carried` gave the document's task, if anything: fetch uses it
-        instead of asking again, as far as it can tell it is still current (ADR 0530)."""
+        instead of asking again, as far as it can tell it is still current (ADR 0530).
+
+        ``ocr_lane`` names the parser lane to read text in images in (the indexing's ``"ocr"`` lane,
+        ADR 0601, or the reading tool's ``"read"``). A source whose documents can have their text in
+        images raises :class:`~semantic_mcp.sources.extract.NeedsOcr` without it; the others ignore it."""
+
+    # --- optional abilities: the defaults say "not this source"; a source that has one overrides it
+
+    async def current_version(self, nc: NextcloudClient, user: str, source_id: str) -> str | None:
+        """The document's version now, asked without reading it (an ETag), or None when this source
+        cannot tell short of fetching. Raise NotFound when it is gone. The sources whose documents
+        need a parser have it: a version known before fetching spares a parse (a failure remembered,
+        a text the reading lane has already read) and proves an event's copy current."""
+        return None
+
+    async def document_from_payload(
+        self, source_id: str, payload: Mapping[str, Any], user: str | None = None
+    ) -> SourceDocument | Skipped | None:
+        """The document built from what its event carried (a calendar webhook has the whole
+        iCalendar), or None to fetch it; used only when :meth:`current_version` confirms it current."""
+        return None
 
     async def carried(
         self, nc: NextcloudClient, user: str, listing: Listing, source_ids: Sequence[str]

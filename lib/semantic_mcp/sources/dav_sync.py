@@ -190,7 +190,8 @@ class DavSyncSource(Source):
         return carried
 
     async def fetch(
-        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
+        ocr_lane: str | None = None,  # no text in images here
     ) -> SourceDocument | Skipped:
         """Parse the object's text as :meth:`carried` read it, else GET it. Objects of collections
         that are not indexed count as not found."""

@@ -85,7 +85,8 @@ class DeckSource(Source):
         return listing
 
     async def fetch(
-        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
+        ocr_lane: str | None = None,  # no text in images here
     ) -> SourceDocument | Skipped:
         """The card as the listing read it (``listed``: no request), else found on the user's boards.
         A card changed since is indexed as listed, under the version listed: the next listing sees

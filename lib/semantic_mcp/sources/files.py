@@ -209,8 +209,8 @@ class FilesSource(Source):
         user: str,
         source_id: str,
         *,
-        ocr_lane: str | None = None,
         listed: Mapping[str, Any] | None = None,
+        ocr_lane: str | None = None,
     ) -> SourceDocument | Skipped:
         """Read the metadata, decide without downloading when possible, then download and extract.
 
@@ -237,9 +237,9 @@ class FilesSource(Source):
         except NeedsOcr as exc:
             if languages:
                 raise
-            return Skipped(self.doc_type, source_id, exc.reason, version=version)
+            return Skipped(self.doc_type, source_id, exc.reason, version=version, location=info.path)
         except UnsupportedContent as exc:
-            return Skipped(self.doc_type, source_id, exc.reason, version=version)
+            return Skipped(self.doc_type, source_id, exc.reason, version=version, location=info.path)
         except ParserFailed as exc:
             exc.version = version
             raise
@@ -266,7 +266,8 @@ class FilesSource(Source):
         """The file's metadata and bytes, or why it is not downloaded (an exclusion, its size)."""
         info = listed or await lookup_file(nc, user, source_id)
         if reason := self.why_not(info):
-            return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder)
+            return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder,
+                           location=info.path)
         path = nc.files_root(user) + quote(info.path)
         if listed is None:
             return info, await nc.request(user, "GET", path)

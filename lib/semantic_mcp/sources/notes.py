@@ -53,7 +53,8 @@ class NotesSource(Source):
         return {i: {**info.carried(), "note_etag": listing.items.get(i)} for i, info in files.items()}
 
     async def fetch(
-        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None
+        self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
+        ocr_lane: str | None = None,  # no text in images here
     ) -> SourceDocument | Skipped:
         """The note from the Notes API, and its file's path and system tags (which the Notes API does
         not give) from a SEARCH by file id, so the admin's excluded paths and tag apply to notes too;

@@ -25,22 +25,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..core.filters import SearchFilters
-from .keyword_terms import TOKENIZER, fts_query, match_terms, normalize, query_terms
+from .keyword_schema import FILTER_COLUMNS, MIGRATIONS, user_tables
+from .migrations import migrate
+from .keyword_terms import fts_query, match_terms, normalize, query_terms
 from .vectors import ChunkRecord
-
-_FILTER_COLUMNS = ("doc_type", "modified", "event_start", "location")  # what SearchFilters.to_sql reads
-
-
-# A search reads its candidates' languages from this index alone, not from their rows (ADR 0568).
-_LANGUAGE_INDEX = "CREATE INDEX IF NOT EXISTS {content}_lang ON {content}(chunk_id, lang)"
-
-
-def _filter_indexes(content: str) -> str:
-    """Indexes on the filter columns: the dense leg's filtered searches select chunk ids here."""
-    return "".join(
-        f"CREATE INDEX IF NOT EXISTS {content}_{column} ON {content}({column});" for column in _FILTER_COLUMNS
-    )
-
 
 def _dropped_reads_as(empty: Callable[[], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A read that meets its user's tables dropped meanwhile (the user deleted, the index cleared)
@@ -92,19 +80,7 @@ class KeywordIndex:
             self._language_indexes = {name for (name,) in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'index' AND name GLOB 'kw_*_lang'"
             ).fetchall()}
-            for fts in self._fts_tables:  # tables created before the filter-column indexes existed get them now
-                self._db.executescript(_filter_indexes(fts[: -len("_fts")]))
-                self._add_columns(fts[: -len("_fts")])
-
-    def _add_columns(self, content: str) -> None:
-        """A content table from before texts (ADR 0566) or languages (ADR 0568) were kept here gets
-        the columns, empty (NULL: not recorded): the vector store still holds those chunks' texts and
-        metadata, and a chunk written again fills them. Not the language index: built at start-up it
-        took 463 s at a million chunks, and the old rows have no language to index."""
-        have = {row[1] for row in self._db.execute(f"PRAGMA table_info({content})")}
-        for column in ("text", "lang"):
-            if column not in have:
-                self._db.execute(f"ALTER TABLE {content} ADD COLUMN {column} TEXT")
+            migrate(self._db, MIGRATIONS, name="keyword index")
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:
@@ -153,25 +129,7 @@ class KeywordIndex:
     def _create(self, user: str) -> tuple[str, str]:
         content, fts = self._tables(user)
         if not self._exists(fts):
-            self._db.executescript(
-                f"""
-                BEGIN;
-                CREATE TABLE IF NOT EXISTS {content} (
-                    rowid INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL UNIQUE, doc_key TEXT NOT NULL,
-                    doc_type TEXT, modified INTEGER, event_start INTEGER, location TEXT,
-                    body TEXT NOT NULL, text TEXT, lang TEXT);
-                CREATE INDEX IF NOT EXISTS {content}_doc ON {content}(doc_key);
-                {_LANGUAGE_INDEX.format(content=content)};
-                {_filter_indexes(content)}
-                CREATE VIRTUAL TABLE {fts} USING fts5(body, content='{content}', content_rowid='rowid',
-                    tokenize="{TOKENIZER}");
-                CREATE TRIGGER {content}_ai AFTER INSERT ON {content} BEGIN
-                    INSERT INTO {fts}(rowid, body) VALUES (new.rowid, new.body); END;
-                CREATE TRIGGER {content}_ad AFTER DELETE ON {content} BEGIN
-                    INSERT INTO {fts}({fts}, rowid, body) VALUES ('delete', old.rowid, old.body); END;
-                COMMIT;
-                """
-            )
+            self._db.executescript(user_tables(content, fts))
             self._fts_tables.add(fts)
             self._language_indexes.add(f"{content}_lang")
         return content, fts
@@ -181,7 +139,7 @@ class KeywordIndex:
         if not chunks:
             return
         rows = [
-            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in _FILTER_COLUMNS), normalize(c.text), c.text,
+            (c.chunk_id, c.doc_key, *(c.metadata.get(col) for col in FILTER_COLUMNS), normalize(c.text), c.text,
              str(c.metadata.get("lang") or ""))  # "": no language detected (NULL: not recorded, ADR 0568)
             for c in chunks
         ]
@@ -190,7 +148,7 @@ class KeywordIndex:
             self._db.execute("BEGIN")
             # DELETE then INSERT (not REPLACE) so the delete trigger keeps the FTS index in step.
             self._db.executemany(f"DELETE FROM {content} WHERE chunk_id = ?", [(r[0],) for r in rows])
-            columns = ", ".join(("chunk_id", "doc_key", *_FILTER_COLUMNS, "body", "text", "lang"))
+            columns = ", ".join(("chunk_id", "doc_key", *FILTER_COLUMNS, "body", "text", "lang"))
             self._db.executemany(f"INSERT INTO {content} ({columns}) VALUES ({', '.join('?' * len(rows[0]))})", rows)
             self._db.execute("COMMIT")
 

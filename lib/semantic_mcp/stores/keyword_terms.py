@@ -59,11 +59,11 @@ def _is_token_char(char: str) -> bool:
     return unicodedata.category(char)[0] in "LNM" or unicodedata.category(char) == "Co"
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct tokens of ``text`` as the index's tokenizer cuts them, lower-cased."""
+def query_terms(query: str) -> list[str]:
+    """The distinct tokens of ``query`` as the index's tokenizer cuts them, lower-cased."""
     terms: list[str] = []
     current: list[str] = []
-    for char in normalize(text) + " ":
+    for char in normalize(query) + " ":
         if _is_token_char(char):
             current.append(char)
         elif current:

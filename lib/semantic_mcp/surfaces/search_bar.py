@@ -28,7 +28,7 @@ class BadRequest(ValueError):
 
 
 def read_request(body: Any) -> tuple[str, int]:
-    """The term and the number of hits from the provider's JSON body."""
+    """The query (Unified Search's ``term``) and the number of hits from the provider's JSON body."""
     if not isinstance(body, dict):
         raise BadRequest("The search bar request must be a JSON object with a term and a limit.")
     term = body.get("term")
@@ -40,8 +40,8 @@ def read_request(body: Any) -> tuple[str, int]:
     return term.strip()[:MAX_TERM], min(limit, MAX_HITS)
 
 
-async def search_bar(engine: Engine, user: str, term: str, limit: int) -> dict[str, Any]:
-    """Up to ``limit`` of ``user``'s hits for ``term``, best first, items whose title is the term first."""
+async def search_bar(engine: Engine, user: str, query: str, limit: int) -> dict[str, Any]:
+    """Up to ``limit`` of ``user``'s hits for ``query``, best first, items whose title is the query first."""
     if not engine.is_user_enabled(user):  # their index is empty anyway; say why
         return {"results": [], "note": "Indexing is turned off for this account."}
     # The calibrated cut-off alone, without the noise-floor rule the MCP tools add: a person scans a short
@@ -53,11 +53,11 @@ async def search_bar(engine: Engine, user: str, term: str, limit: int) -> dict[s
     if not enabled:
         return {"results": []}
     retrieved = await engine.search.retrieve(
-        user, term, limit, SearchFilters(doc_types=enabled), score_threshold=cut_off, depth=limit,
-        intent=read_intent(term, engine.clock.now()), recheck=False,
+        user, query, limit, SearchFilters(doc_types=enabled), score_threshold=cut_off, depth=limit,
+        intent=read_intent(query, engine.clock.now()), recheck=False,
     )
     hits = [_hit(candidate) for candidate in retrieved.candidates]
-    return {"results": titles_first(hits, term)}
+    return {"results": titles_first(hits, query)}
 
 
 def _hit(candidate: Any) -> dict[str, Any]:

@@ -12,40 +12,37 @@ import contextlib
 import functools
 import logging
 import os
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .nextcloud.accounts import AccountDirectory, DataHolder
-from .core.config import AdminSettings, Deployment
-from .core.documents import DOC_TYPES, DocRef
-from .embedding.backends import Embedder, make_embedder
-from .embedding.cache import CachedEmbedder, EmbeddingCache
-from .indexing.events import plan_event
-from .indexing.pipeline import Pipeline
-from .indexing.reconcile import reconcile_source
-from .indexing.state import IndexState
-from .stores.keyword import KeywordIndex
-from .nextcloud.client import NextcloudClient
-from .search import rerank
-from .search.assistant import NextcloudAssistant
-from .search.retrieval import Fusion, HybridRetriever
-from .search.sampling import SamplingGate
-from .search.service import SearchService
-from .search.verify import Verifier
-from .sources import make_sources
-from .surfaces.companion import Companion
-from .sources.base import Source, SourceOptions
-from .stores.vectors import VectorStore
-from .nextcloud.webhook_health import WebhookHealth
+from ..nextcloud.accounts import AccountDirectory, DataHolder
+from ..core.config import AdminSettings, Deployment
+from ..core.documents import DOC_TYPES, DocRef
+from ..embedding.cache import EmbeddingCache
+from ..indexing.events import plan_event
+from ..indexing.pipeline import Pipeline
+from ..indexing.reconcile import reconcile_source
+from ..indexing.state import IndexState
+from ..stores.keyword import KeywordIndex
+from ..nextcloud.client import NextcloudClient
+from ..search import rerank
+from ..search.assistant import NextcloudAssistant
+from ..search.retrieval import Fusion, HybridRetriever
+from ..search.sampling import SamplingGate
+from ..search.service import SearchService
+from ..search.verify import Verifier
+from ..nextcloud.companion import Companion
+from ..sources.base import SourceOptions
+from .components import SettingsComponents, Current
+from ..nextcloud.webhook_health import WebhookHealth
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, str], Awaitable[None]]
 
 
-class Engine:
+class Engine(SettingsComponents):
     def __init__(
         self,
         deployment: Deployment,
@@ -64,23 +61,14 @@ class Engine:
         storage.mkdir(parents=True, exist_ok=True)
         self.state = IndexState(storage / "state.db")
         self.keyword = KeywordIndex(storage / "keyword.db")
-        self._embedding_cache = EmbeddingCache(storage / "embeddings.db")
-        self._embedder: Embedder | None = None
-        self._embedder_config: tuple[str, str, str] | None = None
-        self._store: VectorStore | None = None
-        # The model and the store are made on first use, which may come from several threads at once
-        # (indexing and searches after a restart that had no /init); Chroma's client is not safe to
-        # create concurrently ("RustBindingsAPI object has no attribute bindings").
-        self._components_lock = threading.RLock()
-        self._sources_key: tuple[Any, ...] | None = None
-        self._sources: dict[str, Source] = {}
+        self._init_components(EmbeddingCache(storage / "embeddings.db"))
         self.gates = {"query_analysis": SamplingGate("query analysis"), "rerank": SamplingGate("re-ranking"),
                       "answer": SamplingGate("answer")}
         # Answers through Nextcloud's own AI when the client cannot sample.
         recheck = deployment.nextcloud_ai_recheck_seconds
         self.assistant = NextcloudAssistant(nc, no_provider_ttl=recheck, provider_ttl=recheck)
         self.pipeline = Pipeline(
-            self.state, self.sources, nc, _Current(self.store), self.keyword, self.embedder, self.is_user_enabled,
+            self.state, self.sources, nc, Current(self.store), self.keyword, self.embedder, self.is_user_enabled,
             backoff_seconds=deployment.retry_seconds,
         )
         self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
@@ -89,7 +77,7 @@ class Engine:
                                  companion=Companion(float(os.environ.get("COMPANION_CHECK_SECONDS", "60"))))
         self.search = SearchService(
             HybridRetriever(
-                _Current(self.store), self.keyword, _Current(self.embedder),
+                Current(self.store), self.keyword, Current(self.embedder),
                 Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
             ),
             self.verifier, public_url or nc.base_url, reranker=rerank.from_setting(deployment.search_rerank),
@@ -97,82 +85,13 @@ class Engine:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._reconcile_wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the background work runs on (start())
         self._full_pass = False
         self._backfill: asyncio.Task[None] | None = None
         self.backfill_progress: int | None = None  # of the indexing pass started when the app was enabled
         self.health = nc.health
         self.health.on_resume(self._catch_up)
         self.webhooks = WebhookHealth()
-
-    # --- components that follow the admin settings ------------------------------------------
-
-    def embedder(self) -> Embedder:
-        """The configured embedding model; switching it re-indexes into new collections."""
-        with self._components_lock:
-            return self._current_embedder()
-
-    def _current_embedder(self) -> Embedder:
-        settings = self.settings()
-        config = (settings.embedding_backend, settings.embedding_url, settings.embedding_model,
-                  settings.embedding_concurrency)
-        if self._embedder is None or config != self._embedder_config:
-            embedder = CachedEmbedder(make_embedder(settings.embedding_backend, **settings.remote_embedder_options()),
-                                      self._embedding_cache)
-            previous = self.state.get_meta("model_id")
-            if previous is not None and previous != embedder.model_id:
-                log.warning("Embedding model changed from %s to %s: re-indexing everything", previous, embedder.model_id)
-                self._start_over()
-            self.state.set_meta("model_id", embedder.model_id)
-            if self._store is not None and (self._store.model_id, self._store.dim) != (embedder.model_id, embedder.dim):
-                # Another model's collections. (An embedded client stays open for the old store, so until a
-                # restart the new one's reopening cannot free memory: ADR 0561; a model switch re-indexes anyway.)
-                self._store = None
-            self._embedder, self._embedder_config = embedder, config
-        return self._embedder
-
-    def store(self) -> VectorStore:
-        with self._components_lock:
-            return self._current_store()
-
-    def _current_store(self) -> VectorStore:
-        if self._store is None:
-            embedder = self.embedder()
-            if self.deployment.chroma_host:
-                self._store = VectorStore.remote(self.deployment.chroma_host, self.deployment.chroma_port,
-                                                 embedder.model_id, embedder.dim, texts=self.keyword.texts)
-            else:
-                self._store = VectorStore.embedded(self.deployment.storage / "chroma", embedder.model_id, embedder.dim,
-                                                   memory_limit=self.deployment.chroma_memory_mb * 10**6,
-                                                   texts=self.keyword.texts)  # ADR 0566
-        return self._store
-
-    def sources(self) -> dict[str, Source]:
-        settings = self.settings()
-        key = (settings.enabled_doc_types, settings.max_file_size_mb, settings.excluded_paths, settings.excluded_tag,
-               settings.index_nextcloud_examples, settings.reading_languages)
-        if key != self._sources_key:
-            options = SourceOptions(
-                max_file_size=settings.max_file_size_mb * 1024 * 1024, excluded_paths=settings.excluded_paths,
-                excluded_tag=settings.excluded_tag, index_examples=settings.index_nextcloud_examples, clock=self.clock,
-                ocr_languages=settings.reading_languages,
-            )
-            self._sources = {t: s for t, s in make_sources(options).items() if t in settings.enabled_doc_types}
-            if self._sources_key is not None:
-                # Sources, limits or exclusions changed: compare everything with them now (a full
-                # pass), so documents they now exclude leave the index and included ones arrive.
-                # Items skipped under the old rules are decided again, even if unchanged.
-                self.state.forget_skipped()
-                self._full_pass = True
-                self._reconcile_wake.set()
-            self._sources_key = key
-        return self._sources
-
-    def _start_over(self) -> None:
-        """Forget what was indexed (not who opted in), so reconciliation queues everything again."""
-        self.state.forget_everything_indexed()
-        self.keyword.clear()
-        self._full_pass = True
-        self._reconcile_wake.set()
 
     # --- users --------------------------------------------------------------------------------
 
@@ -317,9 +236,6 @@ class Engine:
         While webhooks are missing, changes arrive only this way: reconcile every minute at most."""
         last_run = time.monotonic()
         while True:
-            # Notice changed source settings (types, limits, exclusions) within seconds, whether or not
-            # anyone searches: a change asks for a full pass (see sources()).
-            self.sources()
             interval = max(self.settings().reconcile_interval_minutes, 0.01) * 60
             if self.webhooks.missing:
                 interval = min(interval, MISSING_WEBHOOKS_INTERVAL)
@@ -343,12 +259,18 @@ class Engine:
                 self._reconcile_wake.set()
 
     def request_reconcile(self) -> None:
-        self._reconcile_wake.set()
+        """Wake the reconciliation loop now; safe from any thread (:meth:`apply` may run in one)."""
+        loop = self._loop
+        if loop is None or _running_loop() is loop:
+            self._reconcile_wake.set()
+        else:
+            loop.call_soon_threadsafe(self._reconcile_wake.set)
 
     # --- lifecycle and status -------------------------------------------------------------------
 
     def start(self) -> None:
         if not self._tasks:
+            self._loop = asyncio.get_running_loop()
             if self.state.has_cursors():
                 # A restart: webhook deliveries made while the app was down are lost for good, so
                 # compare everything with Nextcloud now (a full listing also finds deletions).
@@ -372,7 +294,6 @@ class Engine:
         self.state.close()
 
 
-
 MISSING_WEBHOOKS_INTERVAL = 60.0
 
 
@@ -389,12 +310,8 @@ async def _supervised(name: str, loop: Callable[[], Awaitable[None]]) -> None:
             await asyncio.sleep(5.0)
 
 
-class _Current:
-    """Forwards to the engine's current store or embedder, replaced when the embedding model changes."""
-
-    def __init__(self, current: Callable[[], Any]) -> None:
-        self._current = current
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._current(), name)
-
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 
-from ..nextcloud.client import NextcloudClient, NextcloudError, NotFound, Transient, Unavailable
+from .client import NextcloudClient, NextcloudError, NotFound, Transient, Unavailable
 
 log = logging.getLogger(__name__)
 
