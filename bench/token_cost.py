@@ -18,7 +18,7 @@ from typing import Any
 
 import pydantic_core
 
-for _path in (Path(__file__).resolve().parents[1] / "tests", Path(__file__).resolve().parents[1] / "lib"):
+for _path in (Path(__file__).resolve().parents[1] / "tests" / "support", Path(__file__).resolve().parents[1] / "lib"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
