@@ -80,7 +80,7 @@ def lean_hit(hit: dict[str, Any]) -> dict[str, Any]:
 def _lean(value: Any) -> Any:
     if isinstance(value, dict):
         value = {key: _lean(item) for key, item in value.items()}
-        if "excerpt" in value and "id" in value:
+        if "excerpt" in value and "title" in value:
             value = lean_hit(value)
         if value.get("reranked") is False:  # the usual case, said by saying nothing
             del value["reranked"]
