@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import test_real_mcp
 from realstack import RealStack
-from test_real_mcp import _inspector, inspector  # noqa: F401 (the Inspector CLI, installed once)
+
+inspector = test_real_mcp.inspector  # the Inspector CLI fixture: installed from npm once per instance
+_inspector = test_real_mcp._inspector
 
 NOTES = [
     ("Lynx survey budget", "The lynx survey needs 2,300 euros for camera traps in the Harz."),
@@ -75,7 +78,7 @@ async def test_chatgpt_searches_and_fetches_through_the_proxy(real: RealStack) -
     assert doc["id"] == results[0]["id"] and "camera traps" in doc["text"] and doc["url"] == results[0]["url"]
 
 
-def test_the_inspector_cli_gets_what_was_measured(real: RealStack, inspector: Path) -> None:  # noqa: F811
+def test_the_inspector_cli_gets_what_was_measured(real: RealStack, inspector: Path) -> None:
     listed = _inspector(inspector, real, "alice", "--method", "tools/list")["tools"]
     print(f"\nInspector CLI: {len(listed)} tools, names+descriptions+input schemas {_surface(listed):,} B")
     assert not {t["name"] for t in listed} & PAIR and _surface(listed) <= 5_000

@@ -60,7 +60,8 @@ def _to_the_minute(value: Any) -> Any:
 
 def lean_hit(hit: dict[str, Any]) -> dict[str, Any]:
     """A search hit said once: the kind only where the id does not say it, a file's place as its folder
-    (the title is its name), the excerpt without what those fields say, and times to the minute."""
+    (the title is its name) and no empty place, the excerpt without what those fields say, and times to the
+    minute."""
     title, location, doc_type = hit.get("title"), hit.get("location"), hit.get("doc_type")
     if not isinstance(title, str) or not isinstance(hit.get("excerpt"), str):
         return hit
@@ -74,6 +75,8 @@ def lean_hit(hit: dict[str, Any]) -> dict[str, Any]:
             hit[key] = _to_the_minute(hit[key])
     if title and place.endswith("/" + title):
         hit["location"] = place[: -len(title)]
+    elif location == "":  # e.g. a note without a category
+        del hit["location"]
     return hit
 
 
