@@ -24,7 +24,8 @@ FILE = {
     "excerpt": "File: Quarterly report.txt\nPath: /Documents/Quarterly report.txt\n\nQuarterly report Q2\n\nRevenue grew.",
 }
 RESULT = {"results": [NOTE, FILE], "total_found": 2, "search_method": "hybrid (dense + keyword, fused); " * 4,
-          "query_analysis": None, "reranked": False, "notes": ["Only 2 result(s) reach the relevance cut-off 0.30"]}
+          "query_analysis": None, "reranked": False,
+          "notes": ["Only 2 result(s) reach the relevance cut-off 0.30"]}
 
 
 def test_a_hit_keeps_what_a_model_needs_and_says_it_once() -> None:

@@ -22,7 +22,7 @@ from ..search import answer_filter, grounding, prompts
 from ..search.assistant import AssistantAnswer
 from ..search.sampling import Fallback, Sampled, SamplingGate, read_result
 from ..search.service import AnswerResult, AnswerSource, Retrieved, SearchResult
-from .search_steps import document_blocks, ranked, rerank_keys, search_steps
+from .search_steps import Steps, document_blocks, ranked, rerank_keys, search_steps
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -47,10 +47,16 @@ OnlyMine = Annotated[bool, Field(description="Leave out what others shared with 
 Explain = Annotated[bool, Field(description="Add how the search ran and raw similarities")]
 
 
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
 def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[[Context], Principal]) -> None:
     steps = search_steps(engine, principal)
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    _register_search(mcp, engine, principal, steps)
+    _register_answer(mcp, engine, principal, steps)
 
+
+def _register_search(mcp: MCPServer, engine: "Engine", principal: Callable[[Context], Principal], steps: Steps) -> None:
     @mcp.tool(
         name="nc_semantic_search",
         title="Search Nextcloud by meaning",
@@ -59,7 +65,7 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
             "Each result has an id, title, excerpt, score (estimated chance it answers), dates, place, a link "
             "that opens it and, if shared, shared_by. Dates are ISO 8601. Read a result whole with nc_get_document."
         ),
-        annotations=read_only,
+        annotations=READ_ONLY,
     )
     async def nc_semantic_search(
         query: Query,
@@ -90,6 +96,8 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
             notes=done.notes,
         )
 
+
+def _register_answer(mcp: MCPServer, engine: "Engine", principal: Callable[[Context], Principal], steps: Steps) -> None:
     @mcp.tool(
         name="nc_semantic_search_answer",
         title="Answer from Nextcloud, with citations",
@@ -98,7 +106,7 @@ def register_search_tools(mcp: MCPServer, engine: "Engine", principal: Callable[
             "client's model, else by Nextcloud's own AI if the admin set one up, else the sources come with a "
             "note. Same filters as nc_semantic_search."
         ),
-        annotations=read_only,
+        annotations=READ_ONLY,
     )
     async def nc_semantic_search_answer(
         query: Query,
