@@ -21,7 +21,8 @@ NOTE = {
 FILE = {
     "doc_type": "file", "id": "file:15", "title": "Quarterly report.txt", "score": 0.77, "link": "https://c/f/15",
     "location": "/Documents/Quarterly report.txt",
-    "excerpt": "File: Quarterly report.txt\nPath: /Documents/Quarterly report.txt\n\nQuarterly report Q2\n\nRevenue grew.",
+    "excerpt": "File: Quarterly report.txt\nPath: /Documents/Quarterly report.txt\n\n"
+               "Quarterly report Q2\n\nRevenue grew.",
 }
 RESULT = {"results": [NOTE, FILE], "total_found": 2, "search_method": "hybrid (dense + keyword, fused); " * 4,
           "query_analysis": None, "reranked": False,
