@@ -74,23 +74,18 @@ async def test_reading_is_checked_as_the_caller(stack: Stack) -> None:
 
 
 async def test_connector_search_and_fetch_shapes(stack: Stack) -> None:
-    found = await stack.call("alice", "search", {"query": "When is my next dentist appointment?"})
+    found = await stack.call("alice", "search", {"query": "When is my next dentist appointment?"},
+                             client_name="openai-mcp")  # as ChatGPT introduces itself
     assert not found.is_error, found.content
     results = found.structured_content["results"]
     assert results and set(results[0]) == {"id", "title", "url"}
     # Connector clients read the one text item as JSON.
     assert len(found.content) == 1 and json.loads(found.content[0].text) == found.structured_content
     assert results[0]["title"] == "Dentist appointment"
-    fetched = await stack.call("alice", "fetch", {"id": results[0]["id"]})
+    fetched = await stack.call("alice", "fetch", {"id": results[0]["id"]}, client_name="openai-mcp")
     assert not fetched.is_error, fetched.content
     doc = fetched.structured_content
     assert set(doc) == {"id", "title", "text", "url", "metadata"} and json.loads(fetched.content[0].text) == doc
     assert doc["id"] == results[0]["id"] and doc["url"] == results[0]["url"]
     assert "Dr. Weber" in doc["text"] and doc["metadata"]["doc_type"] == "calendar_event"
     assert doc["metadata"]["event_start"].endswith("Z")
-
-
-async def test_reading_tools_are_listed_with_the_read_scope(stack: Stack) -> None:
-    async with stack.client("alice") as client:
-        names = {tool.name for tool in (await client.list_tools()).tools}
-    assert {"nc_get_document", "search", "fetch"} <= names

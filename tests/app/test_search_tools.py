@@ -279,7 +279,7 @@ async def test_write_tools_need_the_write_scope(stack: Stack) -> None:
 
 async def test_every_tool_the_server_offers_has_its_scope_decided(stack: Stack) -> None:
     async def listed() -> set[str]:  # with both scopes (the settings may still be coming back from a test)
-        async with stack.client("alice") as client:
+        async with stack.client("alice", client_name="openai-mcp") as client:  # offered every tool (ADR 0710)
             names = {tool.name for tool in (await client.list_tools()).tools}
         return names if names >= {"nc_enable_vector_sync", "nc_disable_vector_sync"} else set()
 

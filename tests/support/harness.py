@@ -20,6 +20,7 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
 
 from ex_app.settings_form import form_of
 from fake_nextcloud.appinfo import app_version
@@ -73,9 +74,11 @@ class McpHarness:
         bearer: bool = True,
         read_timeout: float = 120.0,
         url: str | None = None,
+        client_name: str | None = None,
     ) -> AsyncIterator[Client]:
         """The official MCP client as ``user``: through the proxy (or ``url``) with an app password, or
-        ``direct``ly on the app's port (the streaming path) with AppAPI's headers."""
+        ``direct``ly on the app's port (the streaming path) with AppAPI's headers; ``client_name`` is the
+        clientInfo it introduces itself with (e.g. ChatGPT's 'openai-mcp')."""
         if direct:
             assert self.exapp is not None
             token = base64.b64encode(f"{user}:{self.exapp.secret}".encode()).decode()
@@ -87,7 +90,8 @@ class McpHarness:
             url = url or self.mcp_url
         http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=read_timeout))
         async with http, Client(
-            streamable_http_client(url, http_client=http), mode=mode, sampling_callback=sampling_callback
+            streamable_http_client(url, http_client=http), mode=mode, sampling_callback=sampling_callback,
+            client_info=Implementation(name=client_name, version="1.0.0") if client_name else None,
         ) as client:
             yield client
 

@@ -8,6 +8,7 @@ The text is rewritten here from the structured content, which stays whole for cl
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
@@ -15,36 +16,93 @@ from mcp_types import CallToolResult, TextContent
 
 # Diagnostics for people tuning the search, not for a model answering a question: the raw cosine, the
 # keyword share (both folded into score) and the ~190-character method string. They stay in the
-# structured content.
+# structured content, and come in the text too when the call asks with explain=true.
 DEBUG_FIELDS = frozenset({"similarity", "keyword_match", "search_method"})
 
 
-def without_nulls(value: Any) -> Any:
-    """``value`` with null fields and DEBUG_FIELDS dropped: they tell a model nothing it needs."""
+def without_nulls(value: Any, *, explain: bool = False) -> Any:
+    """``value`` with null fields and (unless ``explain``) DEBUG_FIELDS dropped: they tell a model nothing it needs."""
     if isinstance(value, dict):
-        return {key: without_nulls(item) for key, item in value.items()
-                if item is not None and key not in DEBUG_FIELDS}
+        return {key: without_nulls(item, explain=explain) for key, item in value.items()
+                if item is not None and (explain or key not in DEBUG_FIELDS)}
     if isinstance(value, list):
-        return [without_nulls(item) for item in value]
+        return [without_nulls(item, explain=explain) for item in value]
     return value
 
 
-def _excerpt_after_title(value: Any) -> Any:
-    """A hit's excerpt without the title it often opens with (indexed text starts with it): said once is enough."""
+def _header_repeats(line: str, said: set[str]) -> bool:
+    """A line that only restates what the hit says already: the title, the place, or 'Label: <one of them>'."""
+    text = line.strip().lstrip("#").strip()
+    label, sep, value = text.partition(": ")
+    return text in said or (bool(sep) and len(label) <= 20 and value.strip() in said)
+
+
+def lean_excerpt(excerpt: str, title: str, location: str) -> str:
+    """An excerpt without the lines that restate the hit's own fields (the indexed text opens with its title,
+    a header such as 'Note: <title>', 'Path: <place>', 'Calendar: <place>', then often '# <title>'), and
+    without blank lines."""
+    said = {s for s in (title, location) if s}
+    lean = "\n".join(line for line in excerpt.split("\n") if line.strip() and not _header_repeats(line, said))
+    if title and lean.startswith(title) and len(lean) > len(title):  # a first line that opens with the title
+        lean = lean[len(title):].lstrip(" \n:-–—")
+    return lean or excerpt
+
+
+_SECONDS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d):\d\d(?:\.\d+)?Z$")
+
+
+def _to_the_minute(value: Any) -> Any:
+    """'2026-11-28T09:35:43Z' as '2026-11-28T09:35Z': seconds tell a model nothing about a date."""
+    if isinstance(value, list):
+        return [_to_the_minute(item) for item in value]
+    return _SECONDS.sub(r"\1Z", value) if isinstance(value, str) else value
+
+
+def lean_hit(hit: dict[str, Any]) -> dict[str, Any]:
+    """A search hit said once: the kind only where the id does not say it, a file's place as its folder
+    (the title is its name) and no empty place, the excerpt without what those fields say, and times to the
+    minute."""
+    title, location, doc_type = hit.get("title"), hit.get("location"), hit.get("doc_type")
+    if not isinstance(title, str) or not isinstance(hit.get("excerpt"), str):
+        return hit
+    hit = dict(hit)
+    place = location if isinstance(location, str) else ""
+    hit["excerpt"] = lean_excerpt(hit["excerpt"], title, place)
+    if isinstance(doc_type, str) and str(hit.get("id", "")).startswith(doc_type + ":"):
+        del hit["doc_type"]
+    for key in ("modified", "event_start", "event_end", "following"):
+        if key in hit:
+            hit[key] = _to_the_minute(hit[key])
+    if title and place.endswith("/" + title):
+        hit["location"] = place[: -len(title)]
+    elif location == "":  # e.g. a note without a category
+        del hit["location"]
+    return hit
+
+
+def _lean(value: Any) -> Any:
     if isinstance(value, dict):
-        value = {key: _excerpt_after_title(item) for key, item in value.items()}
-        title, excerpt = value.get("title"), value.get("excerpt")
-        if isinstance(title, str) and title and isinstance(excerpt, str) and excerpt.startswith(title) \
-                and len(excerpt) > len(title):
-            value["excerpt"] = excerpt[len(title):].lstrip(" \n:-–—#")
+        value = {key: _lean(item) for key, item in value.items()}
+        if "excerpt" in value and "title" in value:
+            value = lean_hit(value)
+        if value.get("reranked") is False:  # the usual case, said by saying nothing
+            del value["reranked"]
+        results = value.get("results", value.get("sources"))
+        if isinstance(results, list) and value.get("total_found") == len(results):  # nothing was cut
+            del value["total_found"]
         return value
     if isinstance(value, list):
-        return [_excerpt_after_title(item) for item in value]
+        return [_lean(item) for item in value]
     return value
 
 
-def compact_text(structured: dict[str, Any]) -> str:
-    return json.dumps(_excerpt_after_title(without_nulls(structured)), ensure_ascii=False, separators=(",", ":"))
+def compact_text(structured: dict[str, Any], *, explain: bool = False) -> str:
+    return json.dumps(_lean(without_nulls(structured, explain=explain)), ensure_ascii=False, separators=(",", ":"))
+
+
+def _explained(ctx: Any) -> bool:
+    arguments = (ctx.params or {}).get("arguments")
+    return isinstance(arguments, dict) and arguments.get("explain") is True
 
 
 class CompactResultText:
@@ -57,12 +115,12 @@ class CompactResultText:
         if isinstance(result, CallToolResult):
             if not result.is_error and result.structured_content is not None and len(result.content) == 1 \
                     and isinstance(result.content[0], TextContent):
-                result.content[0].text = compact_text(result.structured_content)
+                result.content[0].text = compact_text(result.structured_content, explain=_explained(ctx))
         elif isinstance(result, dict) and not result.get("isError") \
                 and isinstance(result.get("structuredContent"), dict):
             content = result.get("content") or []
             if len(content) == 1 and isinstance(content[0], dict) and content[0].get("type") == "text":
-                content[0]["text"] = compact_text(result["structuredContent"])
+                content[0]["text"] = compact_text(result["structuredContent"], explain=_explained(ctx))
         return result
 
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from ..core.config import READ_SCOPE, WRITE_SCOPE
 from ..operating.audit import AuditTrail
 from ..core.principal import Principal, PrincipalOf
-from .reading_tools import READING_TOOLS, register_reading_tools
+from .reading_tools import READING_TOOLS, ConnectorPairForItsClients, register_reading_tools
 from .search_tools import SEARCH_TOOLS, register_search_tools
 from .compact_output import CompactResultText, LeanToolList
 from .tool_errors import PlainToolErrors
@@ -83,6 +83,7 @@ def build_server(
     mcp.middleware.append(PlainToolErrors(mcp))  # after the scope check: a refused tool's arguments don't matter
     mcp.middleware.append(CompactResultText())
     mcp.middleware.append(LeanToolList())
+    mcp.middleware.append(ConnectorPairForItsClients())
     # Outermost, so it sees the sealed token exactly as the client sent it.
     mcp.middleware.insert(0, ReplayGuard())
     # Outermost of all, so every call is recorded with how it ended, refusals included.
@@ -103,8 +104,8 @@ def register_sync_tools(
     @mcp.tool(
         name="nc_get_vector_sync_status",
         title="Indexing status",
-        description="Show what is indexed for the calling user: indexed, pending and failed counts per source, "
-        "last event and reconciliation times, failure reasons, and sampling metrics.",
+        description="What is indexed for the user: counts per source, pending and failed items with reasons, "
+        "last sync times, sampling metrics.",
         annotations=read_only,
     )
     async def nc_get_vector_sync_status(ctx: Context) -> dict[str, Any]:
@@ -117,7 +118,7 @@ def register_sync_tools(
     @mcp.tool(
         name="nc_enable_vector_sync",
         title="Turn on indexing for me",
-        description="Index the calling user's Nextcloud content so it becomes searchable (starts a background backfill).",
+        description="Index the user's Nextcloud content so it becomes searchable (in the background).",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
     async def nc_enable_vector_sync(ctx: Context) -> SyncChange:
@@ -128,7 +129,7 @@ def register_sync_tools(
     @mcp.tool(
         name="nc_disable_vector_sync",
         title="Turn off indexing for me",
-        description="Stop indexing the calling user's content and delete everything indexed for them.",
+        description="Stop indexing the user's content and delete everything indexed for them.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
     )
     async def nc_disable_vector_sync(ctx: Context) -> SyncChange:
