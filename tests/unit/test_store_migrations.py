@@ -134,3 +134,13 @@ def test_a_step_that_fails_leaves_the_file_at_its_last_good_version(tmp_path: Pa
     assert version(db) == 1 and columns(db, "t") == {"a", "b"}  # the second step's column rolled back
     assert migrate(db, [add_column("t", "b", "TEXT"), add_column("t", "c", "TEXT")], name="test file") == 2
     assert columns(db, "t") == {"a", "b", "c"}
+
+
+def test_a_fresh_install_starts_at_the_newest_layout_and_logs_no_migration(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="semantic_mcp.stores.migrations")
+    stores = [IndexState(tmp_path / "state.db"), KeywordIndex(tmp_path / "keyword.db"), OAuthStore(tmp_path / "oauth.db")]
+    for store in stores:
+        assert version(store._db) > 0
+        store.close()
+    assert caplog.records == []  # "migrated" lines on a fresh install would read like an upgrade to an admin

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.documents import DocRef, DocType
-from ..stores.migrations import add_column, migrate, run_sql
+from ..stores.migrations import add_column, is_new, migrate, run_sql
 from .queue import CATCHING_UP, OCR, ONE_DOC, TaskQueue, doc_key, row_ref
 from .team_folder_records import TEAM_FOLDERS_SCHEMA, TeamFolderRecords
 from .turns import Turns
@@ -108,8 +108,9 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._turns = {CATCHING_UP: Turns(CATCHING_UP), OCR: Turns(OCR)}
+        new = is_new(self._db)
         self._db.executescript(_SCHEMA)
-        migrate(self._db, _MIGRATIONS, name="index state")
+        migrate(self._db, _MIGRATIONS, name="index state", new=new)
 
     def close(self) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..stores.migrations import add_column, migrate
+from ..stores.migrations import add_column, is_new, migrate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -121,8 +121,9 @@ class OAuthStore:
         self._lock = threading.Lock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
+            new = is_new(self._db)
             self._db.executescript(SCHEMA)
-            migrate(self._db, _MIGRATIONS, name="OAuth store")
+            migrate(self._db, _MIGRATIONS, name="OAuth store", new=new)
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..core.filters import SearchFilters
 from .keyword_schema import FILTER_COLUMNS, MIGRATIONS, user_tables
-from .migrations import migrate
+from .migrations import is_new, migrate
 from .keyword_terms import fts_query, match_terms, normalize, query_terms
 from .vectors import ChunkRecord
 
@@ -71,6 +71,7 @@ class KeywordIndex:
         self._stats: dict[str, tuple[int, dict[str, int]]] = {}
         self._generation: dict[str, int] = {}
         with self._lock:
+            new = is_new(self._db)
             # The users' FTS tables, known here so that a search need not look for its user's table in
             # sqlite_master: 3.8 ms a look at 1,000 users (a scan), twice a search. Only this object
             # drops tables (one app process); one missing here is still looked up (another writer).
@@ -80,7 +81,7 @@ class KeywordIndex:
             self._language_indexes = {name for (name,) in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'index' AND name GLOB 'kw_*_lang'"
             ).fetchall()}
-            migrate(self._db, MIGRATIONS, name="keyword index")
+            migrate(self._db, MIGRATIONS, name="keyword index", new=new)
 
     @staticmethod
     def _tables(user: str) -> tuple[str, str]:

@@ -27,8 +27,15 @@ def version(db: sqlite3.Connection) -> int:
     return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
-def migrate(db: sqlite3.Connection, steps: Sequence[Step], *, name: str) -> int:
-    """Bring ``db`` (an autocommit connection) up to ``len(steps)``; returns the version it is at."""
+def is_new(db: sqlite3.Connection) -> bool:
+    """A file with no tables yet (asked before its schema script runs)."""
+    return db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+def migrate(db: sqlite3.Connection, steps: Sequence[Step], *, name: str, new: bool = False) -> int:
+    """Bring ``db`` (an autocommit connection) up to ``len(steps)``; returns the version it is at.
+    ``new``: the file was just created (a fresh install): its steps run all the same (some add what
+    the schema script does not, such as indexes), but are not logged as an upgrade would be."""
     at = version(db)
     if at > len(steps):
         log.warning("The %s was written by a newer version of the app (layout %d, this one knows %d); "
@@ -43,7 +50,8 @@ def migrate(db: sqlite3.Connection, steps: Sequence[Step], *, name: str) -> int:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
-        log.info("The %s was migrated to layout %d (%s)", name, number, getattr(step, "__doc__", None) or step.__name__)
+        log.log(logging.DEBUG if new else logging.INFO, "The %s was migrated to layout %d (%s)", name, number,
+                getattr(step, "__doc__", None) or step.__name__)
     return len(steps)
 
 
