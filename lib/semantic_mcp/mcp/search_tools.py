@@ -33,6 +33,7 @@ from ..search import answer_filter, grounding, prompts
 from ..search.assistant import AssistantAnswer
 from ..search.intent import read_intent
 from ..search.sampling import Fallback, Sampled, SamplingGate, ask, read_result, unavailable
+from ..search.score_order import in_score_order
 from ..search.service import AnswerResult, AnswerSource, Retrieved, SearchResult, merge_filters, shared_by
 
 if TYPE_CHECKING:
@@ -381,7 +382,7 @@ def _ranked(retrieved: Retrieved, ranking: Any) -> list[Any]:
         order = prompts.parse_rerank(outcome.text, keys)
         if order:
             by_key = dict(zip(keys, candidates, strict=True))
-            return [by_key[key] for key in order]
+            return in_score_order([by_key[key] for key in order])  # scores read in the model's order (ADR 0700)
     return list(candidates)
 
 
