@@ -31,3 +31,10 @@ def test_below_the_floor_the_named_kind_is_not_kept_and_the_note_quotes_what_it_
     assert default_cut(E5, [gibberish_phone], {"contact"}) == []
     [note] = cut_off_notes([gibberish_phone], [], E5.cut_off, 10, calibration=E5, named_kinds={"contact"})
     assert f"less than the {NAMED_KIND_NOISE_MARGIN:.3f} required" in note
+
+
+def test_the_kind_vouches_only_for_a_candidate_at_the_full_cut_off() -> None:
+    weak = candidate("Kim Novak", "contact", JUST_OVER_THE_FLOOR, score=E5.cut_off * 0.8)
+    assert default_cut(E5, [weak], {"contact"}) == []
+    [note] = cut_off_notes([weak], [], E5.cut_off, 10, calibration=E5, named_kinds={"contact"})
+    assert f"less than the {E5.noise_margin:.3f} required" in note

@@ -96,11 +96,13 @@ class Calibration:
     def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
 
-    def margin_for(self, best_of_named_kind: bool) -> float | None:
-        """How far above the query's noise floor a candidate's evidence must rise (None: no floor)."""
+    def margin_for(self, best_of_named_kind: bool, score: float) -> float | None:
+        """How far above the query's noise floor a candidate's evidence must rise (None: no floor): less for the
+        best candidate of the kind the question names when its score reaches the full cut-off."""
         if self.noise_margin is None:
             return None
-        return min(self.noise_margin, NAMED_KIND_NOISE_MARGIN) if best_of_named_kind else self.noise_margin
+        vouched = best_of_named_kind and score >= self.cut_off
+        return min(self.noise_margin, NAMED_KIND_NOISE_MARGIN) if vouched else self.noise_margin
 
     def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
               above_noise: float | None = None, best_of_named_kind: bool = False) -> bool:
@@ -108,11 +110,11 @@ class Calibration:
         query, an exact match whatever its similarity; or its score reaches ``cut_off`` (or
         ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names) and its
         evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py;
-        ``NAMED_KIND_NOISE_MARGIN`` for the best candidate of the kind named)."""
+        ``NAMED_KIND_NOISE_MARGIN`` for the best candidate of the kind named, at the full cut-off)."""
         if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
             return True
         cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
-        margin = self.margin_for(named_kind and best_of_named_kind)
+        margin = self.margin_for(named_kind and best_of_named_kind, score)
         noisy = (margin is not None and above_noise is not None and above_noise < margin
                  and (coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE)
         return score >= cut_off and not noisy
