@@ -275,7 +275,8 @@ def _alice(fake: FakeNextcloud, full: bool, now: datetime) -> None:
         u,
         "contacts",
         "dave.vcf",
-        vcard("dave-0001", "Dave Miller", "dave@example.test", "Miller Plumbing", "Fixed the kitchen sink; reliable."),
+        vcard("dave-0001", "Dave Miller", "dave@example.test", "Miller Plumbing", "Fixed the kitchen sink; reliable.",
+              "+15555550142"),
     )
     fake.put_contact(
         u,

@@ -26,6 +26,7 @@ from ..core.principal import Principal
 from ..search import prompts
 from ..search.intent import read_intent
 from ..search.sampling import Fallback, Sampled, ask, read_result, unavailable
+from ..search.score_order import in_score_order
 from ..search.service import Retrieved, merge_filters, shared_by
 
 if TYPE_CHECKING:
@@ -212,5 +213,5 @@ def ranked(retrieved: Retrieved, ranking: Any) -> list[Any]:
         order = prompts.parse_rerank(outcome.text, keys)
         if order:
             by_key = dict(zip(keys, candidates, strict=True))
-            return [by_key[key] for key in order]
+            return in_score_order([by_key[key] for key in order])  # scores read in the model's order (ADR 0700)
     return list(candidates)

@@ -31,6 +31,11 @@ EXACT_MATCH_COVERAGE = 0.95
 # language than the item (Spanish or German about an English event) scores 0.20-0.28 there,
 # questions nothing answers 0.09-0.27 at best, and the other events for those questions 0.03-0.07.
 NAMED_KIND_CUT_OFF_SHARE = 0.5
+# For the same reason the best candidate of that kind need only stand above the query's noise floor, not by
+# the full margin (ADR 0701): "how do I reach the plumber" finds the contact of Miller Plumbing 0.007 above a
+# letter salad that shares the sub-word "plu", while random tokens, with or without a kind's word, stay below
+# the floor. The kind vouches for its best candidate only: the next contacts stood as high (0.008) unrelated.
+NAMED_KIND_NOISE_MARGIN = 0.0
 # A candidate holding this share of the query's term weight holds a distinctive query token (one of four
 # random tokens weighs about that): the noise floor (search/noise.py) judges the dense leg only.
 NOISE_FLOOR_WAIVED_COVERAGE = 0.25
@@ -100,16 +105,26 @@ class Calibration:
     def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
 
+    def margin_for(self, best_of_named_kind: bool, score: float) -> float | None:
+        """How far above the query's noise floor a candidate's evidence must rise (None: no floor): less for the
+        best candidate of the kind the question names when its score reaches the full cut-off."""
+        if self.noise_margin is None:
+            return None
+        vouched = best_of_named_kind and score >= self.cut_off
+        return min(self.noise_margin, NAMED_KIND_NOISE_MARGIN) if vouched else self.noise_margin
+
     def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
-              above_noise: float | None = None) -> bool:
+              above_noise: float | None = None, best_of_named_kind: bool = False) -> bool:
         """Whether the default cut-off keeps a candidate: it holds (nearly) every distinctive word of the
         query, an exact match whatever its similarity; or its score reaches ``cut_off`` (or
         ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names) and its
-        evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py)."""
+        evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py;
+        ``NAMED_KIND_NOISE_MARGIN`` for the best candidate of the kind named, at the full cut-off)."""
         if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
             return True
         cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
-        noisy = (self.noise_margin is not None and above_noise is not None and above_noise < self.noise_margin
+        margin = self.margin_for(named_kind and best_of_named_kind, score)
+        noisy = (margin is not None and above_noise is not None and above_noise < margin
                  and (coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE)
         return score >= cut_off and not noisy
 
@@ -125,8 +140,10 @@ def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
     it from what was kept. Whether a query returns anything is decided as before: a query nothing passes
     (gibberish, a question nothing answers) still gets nothing. The kept one must have cleared the noise
     floor on its evidence, not been kept for its words alone (an exact match, a query token)."""
+    vouched = {kind: next((c for c in candidates if c.metadata.get("doc_type") == kind), None) for kind in named_kinds}
     kept = [calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named_kinds,
-                              above_noise=c.above_noise) for c in candidates]
+                              above_noise=c.above_noise, best_of_named_kind=any(c is v for v in vouched.values()))
+            for c in candidates]
     margin = calibration.noise_margin if calibration.noise_margin is not None else -math.inf
     best = max((c.above_noise for c, k in zip(candidates, kept, strict=True)
                 if k and c.above_noise is not None and c.above_noise >= margin), default=None)

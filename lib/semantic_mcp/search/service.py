@@ -22,6 +22,7 @@ from ..core.filters import SearchFilters
 from .intent import QueryIntent, apply_intent
 from .item_fields import FOLLOWING, at_search_time, due_filters, due_first, reach_line
 from .rerank import Reranker
+from .score_order import in_score_order
 from .calibration import UNCALIBRATED, default_cut
 from .cut_notes import cut_off_notes
 from .retrieval import HybridRetriever
@@ -227,7 +228,8 @@ class SearchService:
         if intent is not None:  # a recurring event at its occurrence under way or next, at the search's clock
             kept = at_search_time(kept, intent.now, FOLLOWING if intent.direction == "upcoming" else 0)
             kept = due_first(apply_intent(kept, intent), intent.due, intent.now)
-        kept = kept[:depth]
+        # The scores a client reads agree with this order, and none shown reads below the cut-off (ADR 0700).
+        kept = in_score_order(kept[:depth], cut_off)
         notes.extend(intent.notes() if intent is not None else [])
         notes.extend(cut_notes)
         if checked.dropped:
