@@ -179,7 +179,7 @@ def disk_mb(path: Path) -> float:
 def plan(users: int, chunks: int, n: int, done: int, seed: int = 5) -> list[tuple[str, str]]:
     """``n`` (user, query) pairs: a third to the ten biggest users, the rest to users drawn uniformly
     (most of them small); MS MARCO queries, whose passages are the texts."""
-    import search_latency as sl
+    import latency_storage as sl
     from org_scale import item_counts
 
     counts = item_counts(users, max(users * 5, chunks // CHUNKS_PER_ITEM))[:done]  # the users written
