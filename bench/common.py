@@ -118,7 +118,7 @@ def proc_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def proc_status(pid: int) -> dict[str, int]:
+def proc_status(pid: int | str = "self") -> dict[str, int]:
     """VmHWM / VmRSS of a process, in kB."""
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

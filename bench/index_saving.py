@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--thresholds", default="1000,100", help="Chroma sync_threshold values, one run each")
     args = parser.parse_args()
     from org_scale import item_counts
-    from search_latency import pct
+    from common import pct
 
     counts = item_counts(args.users, args.chunks)
     print(f"{args.users} users, {sum(counts):,} chunks (largest {max(counts):,}, median {sorted(counts)[len(counts) // 2]}), "
