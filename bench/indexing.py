@@ -302,7 +302,7 @@ async def run(args: argparse.Namespace) -> None:
         sections += await throughput(args.docs, args.words)
         print("\n".join(sections), flush=True)
     if "b" in only:
-        part = await event_latency(args.events, args.poll_pause)
+        part = await event_latency(args.events, args.poll_pause, passages(args.events, 100))
         print("\n".join(part), flush=True)
     if "c" in only:
         part = await memory(args.chunks, args.memory_docs, 50, None if args.no_cache else Path(args.cache_dir))

@@ -25,10 +25,9 @@ USER = "alice"
 # --- b. event-to-searchable -----------------------------------------------------------------------
 
 
-async def event_latency(iterations: int, poll_pause: float) -> list[str]:
+async def event_latency(iterations: int, poll_pause: float, texts: list[str]) -> list[str]:
+    """``texts``: what each write holds (one a write), before its reference code."""
     from stack import Stack
-
-    from indexing import passages  # the same texts part a indexes
 
     out: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="bench-indexing-b-"))
@@ -49,7 +48,6 @@ async def event_latency(iterations: int, poll_pause: float) -> list[str]:
     timeout = 30.0
     try:
         await asyncio.to_thread(stack.start)
-        texts = passages(iterations, 100)
         async with stack.client(USER) as client:
             await client.call_tool("nc_semantic_search", {"query": "warm-up", "use_query_analysis": False})
             for i in range(iterations):

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 from org_processes import EmbeddingStub
 
-if TYPE_CHECKING:
-    from org_scale import Organisation
+Organisation = Any  # org_scale's, which imports this module: named here only for the reader
 
 
 async def newcomer_arrives(org: Organisation, engine, accounts: list[str], newcomer: str) -> tuple[float, float]:  # noqa: ANN001

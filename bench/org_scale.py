@@ -51,15 +51,12 @@ import argparse
 import asyncio
 import itertools
 import os
-import random
 import secrets
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
 
 for _path in (Path(__file__).resolve().parents[1] / "lib", Path(__file__).resolve().parents[1], Path(__file__).parent):
     if str(_path) not in sys.path:
@@ -68,21 +65,13 @@ for _path in (Path(__file__).resolve().parents[1] / "lib", Path(__file__).resolv
 from indexing import passages  # noqa: E402  (MS MARCO windows, shared with bench/indexing.py)
 from common import proc_cpu_seconds  # noqa: E402
 from org_fairness import fairness_beside_everyone, fairness_beside_one_backfill  # noqa: E402
-from org_processes import APP_ID, Child, EmbeddingStub, fake_nextcloud  # noqa: E402
+from org_processes import APP_ID, Child, EmbeddingStub, fake_nextcloud, item_counts  # noqa: E402
 
 CHARS_PER_ITEM = 3300  # ~550 words of prose
 CHUNKS_PER_ITEM = 4  # measured: 38,533 chunks for 9,903 items of every type (40,072 for 9,947 files and notes)
 
 
 # --- the organisation -----------------------------------------------------------------------------
-
-
-def item_counts(users: int, items: int, seed: int = 16) -> list[int]:
-    """Items per user, Zipf-skewed (s = 1.1), at least 5 each, summing to ``items``."""
-    weights = np.array([1 / (rank**1.1) for rank in range(1, users + 1)])
-    counts = np.maximum(5, np.floor(weights / weights.sum() * items)).astype(int)
-    random.Random(seed).shuffle(counts)  # the big users are not all first in the user list
-    return counts.tolist()
 
 
 class Organisation:

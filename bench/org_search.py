@@ -120,7 +120,7 @@ def build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus | N
 
 
 def _build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus) -> dict[str, float]:
-    from org_scale import item_counts
+    from org_processes import item_counts
     from semantic_mcp.stores.keyword import KeywordIndex
     from semantic_mcp.stores.vectors import VectorStore
 
@@ -182,7 +182,7 @@ def plan(users: int, chunks: int, n: int, done: int, seed: int = 5) -> list[tupl
     """``n`` (user, query) pairs: a third to the ten biggest users, the rest to users drawn uniformly
     (most of them small); MS MARCO queries, whose passages are the texts."""
     import latency_storage as sl
-    from org_scale import item_counts
+    from org_processes import item_counts
 
     counts = item_counts(users, max(users * 5, chunks // CHUNKS_PER_ITEM))[:done]  # the users written
     names = _users(users)[:done]
