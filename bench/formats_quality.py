@@ -34,9 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "lib"), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
+# tests/unit: the PDF builder of test_extract.py, which moved there with the test tiers
+sys.path[:0] = [str(ROOT / "lib"), str(ROOT / "tests" / "support"), str(ROOT / "tests" / "unit"), str(ROOT / "bench")]
 
-from formats_corpus import DOCS, QUESTIONS, Doc, Question  # noqa: E402
+from formats_corpus import DOCS, Doc  # noqa: E402
+from formats_questions import QUESTIONS, Question  # noqa: E402
 from formats_distractors import DISTRACTORS  # noqa: E402
 from office_files import make_image, render_page  # noqa: E402
 from semantic_mcp.core.documents import DocRef, SourceDocument  # noqa: E402

@@ -79,8 +79,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=60_000)
     parser.add_argument("--thresholds", default="1000,100", help="Chroma sync_threshold values, one run each")
     args = parser.parse_args()
-    from org_scale import item_counts
-    from search_latency import pct
+    from org_processes import item_counts
+    from common import pct
 
     counts = item_counts(args.users, args.chunks)
     print(f"{args.users} users, {sum(counts):,} chunks (largest {max(counts):,}, median {sorted(counts)[len(counts) // 2]}), "

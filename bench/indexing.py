@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import secrets
@@ -49,9 +48,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -66,7 +63,10 @@ from semantic_mcp.embedding.backends import make_embedder  # noqa: E402
 from semantic_mcp.indexing.records import chunk_records  # noqa: E402
 from semantic_mcp.nextcloud.client import NextcloudClient  # noqa: E402
 
-import search_latency as sl  # noqa: E402  (shared corpus, storage preparation and helpers)
+import latency_storage as sl  # noqa: E402  (the corpus and storage search_latency.py measures)
+from common import Timer, cpu_by_label, machine_line, pct, proc_status, thread_cpu  # noqa: E402
+from indexing_events import event_latency  # noqa: E402
+from latency_profile import mcp_search_latencies  # noqa: E402
 
 USER = "alice"
 APP_ID = "semantic_mcp"
@@ -88,69 +88,6 @@ def passages(n: int, words_per: int) -> list[str]:
 
 
 # --- a. throughput ratio --------------------------------------------------------------------------
-
-
-def thread_cpu() -> dict[int, tuple[str, float]]:
-    """CPU seconds used so far by each thread of this process, labelled by Python thread name or
-    (for native threads: OpenMP, Chroma, SQLite) by the kernel's thread name."""
-    import re
-    import threading
-
-    names = {t.native_id: t.name for t in threading.enumerate()}
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            stat = (task / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        tid = int(task.name)
-        label = names.get(tid)
-        label = re.sub(r"[_-]?\d+$", "", label) if label else f"native thread '{re.sub(r'[_-]?[0-9]+$', '', comm)}'"
-        out[tid] = (label, (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
-def cpu_by_label(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
-    used: dict[str, float] = {}
-    for tid, (label, seconds) in after.items():
-        used[label] = used.get(label, 0.0) + seconds - before.get(tid, (label, 0.0))[1]
-    return {k: v for k, v in sorted(used.items(), key=lambda item: -item[1]) if v > 0.005}
-
-
-class Timer:
-    """Accumulates wall time spent in wrapped callables (sync or async)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self.calls: dict[str, int] = {}
-
-    def _add(self, name: str, seconds: float) -> None:
-        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
-        self.calls[name] = self.calls.get(name, 0) + 1
-
-    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        if asyncio.iscoroutinefunction(fn):
-
-            async def timed_async(*args: Any, **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return await fn(*args, **kwargs)
-                finally:
-                    self._add(name, time.perf_counter() - started)
-
-            return timed_async
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self._add(name, time.perf_counter() - started)
-
-        return timed
 
 
 async def throughput(n_docs: int, words_per: int) -> list[str]:
@@ -314,125 +251,6 @@ async def throughput(n_docs: int, words_per: int) -> list[str]:
     out.append("")
     return out
 
-
-# --- b. event-to-searchable -----------------------------------------------------------------------
-
-
-async def event_latency(iterations: int, poll_pause: float) -> list[str]:
-    from stack import Stack
-
-    out: list[str] = []
-    workdir = Path(tempfile.mkdtemp(prefix="bench-indexing-b-"))
-    stack = Stack(workdir, profile="minimal", env={"SETTINGS_REFRESH_SECONDS": "10"})
-    stack.fake.webhooks.delay = 0.0
-    hooks = stack.fake.webhooks
-    original = hooks._deliver
-    starts: list[tuple[float, str, str]] = []
-
-    def timed_deliver(client: Any, job: Any) -> None:
-        path = str(json.loads(job.body).get("event", {}).get("node", {}).get("path", ""))
-        starts.append((time.perf_counter(), job.event.rsplit("\\", 1)[-1], path))
-        original(client, job)
-
-    hooks._deliver = timed_deliver  # type: ignore[method-assign]
-    rows: list[dict[str, Any]] = []
-    missed: list[str] = []
-    timeout = 30.0
-    try:
-        await asyncio.to_thread(stack.start)
-        texts = passages(iterations, 100)
-        async with stack.client(USER) as client:
-            await client.call_tool("nc_semantic_search", {"query": "warm-up", "use_query_analysis": False})
-            for i in range(iterations):
-                token = f"zq{i}x{secrets.token_hex(4)}"
-                body = f"{texts[i]} Reference code {token}."
-                written = time.perf_counter()
-                if i % 2 == 0:
-                    name = f"latency-{i:03d}-{token}.txt"
-                    key = f"file:{stack.fake.put_file(USER, f'/Bench/{name}', body)}"
-                else:
-                    name = f"Latency {i:03d} {token}"
-                    key = f"note:{stack.fake.create_note(USER, name, body, 'Bench')}"
-                polls, found, rank = 0, None, None
-                while found is None:
-                    poll_started = time.perf_counter()
-                    # limit 50 (the maximum) holds every document of this small index, so the check is
-                    # "is it indexed and served" whatever its rank; the rank is recorded separately.
-                    result = await client.call_tool(
-                        "nc_semantic_search", {"query": token, "use_query_analysis": False, "limit": 50}
-                    )
-                    polls += 1
-                    ids = [hit["id"] for hit in result.structured_content["results"]]
-                    if key in ids:
-                        found, rank = (poll_started, time.perf_counter()), ids.index(key) + 1
-                    elif time.perf_counter() - written > timeout:
-                        break
-                    else:
-                        await asyncio.sleep(poll_pause)
-                delivered = next((t for t, _, path in starts if t >= written and name in path), None)
-                if found is None or delivered is None:
-                    status = await stack.status(USER)
-                    missed.append(f"{key} ({name}): delivered={delivered is not None}, "
-                                  f"pending={sum(s['pending'] for s in status['sources'].values())}, "
-                                  f"failures={status['failures']}")
-                    continue
-                rows.append({
-                    "kind": key.split(":")[0], "upper": found[1] - delivered, "lower": found[0] - delivered,
-                    "from_write": found[1] - written, "delivery_lag": delivered - written, "polls": polls,
-                    "poll_ms": 1000 * (found[1] - found[0]), "rank": rank,
-                })
-                await asyncio.sleep(0.5)  # let the follow-up events of this write settle
-        events = sorted({event for _, event, _ in starts})
-    finally:
-        stack.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-    def stats(values: list[float]) -> str:
-        return f"{sl.pct(values, 50):.2f} | {sl.pct(values, 95):.2f} | {max(values):.2f}"
-
-    out.append("## b. Event-to-searchable latency\n")
-    if not rows:
-        out.append(f"No write became searchable within {timeout:.0f} s: {missed}\n")
-        return out
-    upper = [r["upper"] for r in rows]
-    out.append(
-        f"{len(rows)} writes through the fake Nextcloud ({sum(r['kind'] == 'file' for r in rows)} files, "
-        f"{sum(r['kind'] == 'note' for r in rows)} notes; 100 words + a unique token each) to the real ExApp "
-        "process; webhook delay 0. Measured from the start of the fake's first webhook POST about the document "
-        "(timestamped by this script around the fake's `Webhooks._deliver`; the delivery log has no "
-        "timestamps) until `nc_semantic_search` for the token, polled through the MCP client and the AppAPI "
-        f"proxy with {1000 * poll_pause:.0f} ms between searches (so the poller does not starve the indexing of "
-        "CPU), returned it. Upper bound: end of that search; lower bound: its start.\n"
-    )
-    out.append("| Measured (seconds) | p50 | p95 | max |\n|---|---|---|---|")
-    out.append(f"| **delivery -> searchable (upper bound)** | {stats(upper)} |")
-    out.append(f"| delivery -> searchable (lower bound) | {stats([r['lower'] for r in rows])} |")
-    out.append(f"| write -> searchable | {stats([r['from_write'] for r in rows])} |")
-    out.append(f"| write -> first delivery starts (the fake's queue) | {stats([r['delivery_lag'] for r in rows])} |")
-    for kind in ("file", "note"):
-        values = [r["upper"] for r in rows if r["kind"] == kind]
-        if values:
-            out.append(f"| delivery -> searchable, {kind}s only | {stats(values)} |")
-    verdict = (
-        "**met**" if max(upper) <= 2.0 else ("**met at p95, not at max**" if sl.pct(upper, 95) <= 2.0 else "**missed**")
-    )
-    out.append(
-        f"\nGoal <= 2 s: {verdict}. Searches per write: mean {statistics.fmean(r['polls'] for r in rows):.1f}; "
-        f"the search that found it took {statistics.fmean(r['poll_ms'] for r in rows):.0f} ms on average; the "
-        f"searchable moment lies between the lower and upper bound. Events delivered: {', '.join(events)}.\n"
-    )
-    ranks = [r["rank"] for r in rows]
-    out.append(
-        "Searches used `limit` 50, more than this small index holds (the `minimal` seed plus the writes), so "
-        '"returned" means indexed and served whatever the ranking. Rank of the document in that first result '
-        f"list, for a query that is its unique token: #1 in {sum(r == 1 for r in ranks)} of {len(ranks)}, in the "
-        f"top 10 in {sum(r <= 10 for r in ranks)} of {len(ranks)} (worst #{max(ranks)}).\n"
-    )
-    if missed:
-        out.append(f"Not searchable within {timeout:.0f} s ({len(missed)}): " + "; ".join(missed) + "\n")
-    return out
-
-
 # --- c. memory at 100k chunks --------------------------------------------------------------------
 
 
@@ -443,10 +261,10 @@ async def memory(n_chunks: int, n_docs: int, n_searches: int, cache_dir: Path | 
     stack = prepared.stack
     try:
         pid = stack.exapp.process.pid
-        idle = sl.proc_status(pid)
+        idle = proc_status(pid)
         queries = sl.make_queries(n_searches, random.Random(5), sl.sentences())
-        latencies, results = await sl.mcp_search_latencies(stack, queries, [])
-        after = sl.proc_status(pid)
+        latencies, results = await mcp_search_latencies(stack, queries, [])
+        after = proc_status(pid)
         hits = statistics.fmean(len(r["results"]) for r in results)
     finally:
         stack.stop()
@@ -462,7 +280,7 @@ async def memory(n_chunks: int, n_docs: int, n_searches: int, cache_dir: Path | 
         f"(MS MARCO sentences), {statistics.fmean(len(t) for d in prepared.docs for t in d.chunks):.0f} characters "
         f"per chunk. The real ExApp process then started on that storage, was registered, and answered "
         f"{n_searches} `nc_semantic_search` calls through MCP (mean {hits:.1f} hits, p50 "
-        f"{sl.pct(latencies, 50):.0f} ms).\n"
+        f"{pct(latencies, 50):.0f} ms).\n"
     )
     out.append("| ExApp process (`/proc/<pid>/status`) | MB |\n|---|---|")
     out.append(
@@ -484,12 +302,12 @@ async def run(args: argparse.Namespace) -> None:
         sections += await throughput(args.docs, args.words)
         print("\n".join(sections), flush=True)
     if "b" in only:
-        part = await event_latency(args.events, args.poll_pause)
+        part = await event_latency(args.events, args.poll_pause, passages(args.events, 100))
         print("\n".join(part), flush=True)
     if "c" in only:
         part = await memory(args.chunks, args.memory_docs, 50, None if args.no_cache else Path(args.cache_dir))
         print("\n".join(part), flush=True)
-    print(sl.machine_line())
+    print(machine_line())
 
 
 def main() -> None:

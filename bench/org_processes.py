@@ -4,7 +4,8 @@ process of its own, as a real Nextcloud (PHP workers) and a real embedding servi
 In the bench's own process they competed with the app for one interpreter: every request the app
 sent cost the app's process the fake's or the stub's work too, so the figure measured was the
 fake's ceiling as much as the app's. Each is driven here through a pipe: a few named commands,
-answered in order.
+answered in order. ``item_counts`` is the organisation's shape, which the fake is filled with and
+``org_search.py`` writes the index of.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +24,14 @@ import numpy as np
 
 APP_ID = "semantic_mcp"
 DIM = 384
+
+
+def item_counts(users: int, items: int, seed: int = 16) -> list[int]:
+    """Items per user, Zipf-skewed (s = 1.1), at least 5 each, summing to ``items``."""
+    weights = np.array([1 / (rank**1.1) for rank in range(1, users + 1)])
+    counts = np.maximum(5, np.floor(weights / weights.sum() * items)).astype(int)
+    random.Random(seed).shuffle(counts)  # the big users are not all first in the user list
+    return counts.tolist()
 
 
 class Child:

@@ -42,6 +42,8 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", Path(__file__).par
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from common import pct, proc_status  # noqa: E402
+
 MODEL_ID = "openai-stub"  # OpenAIEmbedder's model_id for the stub's model name "stub"
 DIM = 384
 CHUNKS_PER_ITEM = 3
@@ -118,7 +120,7 @@ def build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus | N
 
 
 def _build(storage: Path, users: int, chunks: int, batch: int, corpus: Corpus) -> dict[str, float]:
-    from org_scale import item_counts
+    from org_processes import item_counts
     from semantic_mcp.stores.keyword import KeywordIndex
     from semantic_mcp.stores.vectors import VectorStore
 
@@ -179,8 +181,8 @@ def disk_mb(path: Path) -> float:
 def plan(users: int, chunks: int, n: int, done: int, seed: int = 5) -> list[tuple[str, str]]:
     """``n`` (user, query) pairs: a third to the ten biggest users, the rest to users drawn uniformly
     (most of them small); MS MARCO queries, whose passages are the texts."""
-    import search_latency as sl
-    from org_scale import item_counts
+    import latency_storage as sl
+    from org_processes import item_counts
 
     counts = item_counts(users, max(users * 5, chunks // CHUNKS_PER_ITEM))[:done]  # the users written
     names = _users(users)[:done]
@@ -192,8 +194,8 @@ def plan(users: int, chunks: int, n: int, done: int, seed: int = 5) -> list[tupl
 
 def _rss_mb(pid: int | str = "self") -> tuple[float, float]:
     """(current, peak) resident set of a process, MB."""
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024
+    status = proc_status(pid)
+    return status["VmRSS"] / 1024, status["VmHWM"] / 1024
 
 
 async def open_engine(storage: Path, stub_url: str, host: str | None = None, port: int | None = None,
@@ -299,13 +301,13 @@ def _summary(label: str, result: dict, server: tuple[float, float] | None = None
     warm = [t for t, again, _, _ in result["times"] if again]
     cold = [t for t, again, _, _ in result["times"] if not again]
     embedding = [e for _, _, _, e in result["times"]]
-    p50, p95 = np.percentile(times, [50, 95])
+    p50, p95 = pct(times, 50), pct(times, 95)
     line = (f"e. {label}: {len(times)} searches over {len({u for _, _, u, _ in result['times']})} users: "
             f"p50 {p50:.1f} ms, **p95 {p95:.1f} ms** (goal <= 100), of which embedding the query (a request to "
-            f"the stub) p50 {np.percentile(embedding, 50):.1f} / p95 {np.percentile(embedding, 95):.1f} ms; "
-            f"without it p95 {np.percentile([t - e for t, _, _, e in result['times']], 95):.1f} ms; a user's first search "
-            f"p50 {np.percentile(cold, 50):.1f} / p95 {np.percentile(cold, 95):.1f} ms ({len(cold)}), "
-            f"later ones p50 {np.percentile(warm, 50):.1f} / p95 {np.percentile(warm, 95):.1f} ms; "
+            f"the stub) p50 {pct(embedding, 50):.1f} / p95 {pct(embedding, 95):.1f} ms; "
+            f"without it p95 {pct([t - e for t, _, _, e in result['times']], 95):.1f} ms; a user's first search "
+            f"p50 {pct(cold, 50):.1f} / p95 {pct(cold, 95):.1f} ms ({len(cold)}), "
+            f"later ones p50 {pct(warm, 50):.1f} / p95 {pct(warm, 95):.1f} ms; "
             f"**start-up to serving {result['serving']:.1f} s** (goal <= 10); the app's RSS "
             f"{result['rss_open']:.0f} MB serving, **{result['rss']:.0f} MB after the searches, peak {result['peak']:.0f} MB** "
             f"(goal <= 1,500)")

@@ -86,7 +86,7 @@ async def stages(storage: Path, server: org_search.ChromaServer | None, queries:
 
 def by_size(store, built: dict) -> None:  # noqa: ANN001
     """Chroma's query (40 nearest) with and without the hits' metadata, for users of five sizes."""
-    from org_scale import item_counts
+    from org_processes import item_counts
 
     counts = item_counts(built["users"], max(built["users"] * 5, built["chunks"] // org_search.CHUNKS_PER_ITEM))
     order = np.argsort(counts)[::-1]

@@ -81,7 +81,10 @@ async def reconcile_source(
     upserts = [DocRef(user, doc_type, s) for s, version in listing.items.items() if changed(s, version)]
     gone = set(listing.deleted)
     if listing.complete:
-        gone |= (set(indexed) | set(skipped)) - set(listing.items)
+        # An indexed document left out is gone from the index (deleted, or excluded since); a skipped
+        # one only when Nextcloud no longer has it at all, or its skipped count would come and go.
+        gone |= set(indexed) - set(listing.items)
+        gone |= set(skipped) - set(listing.items) - (listing.unindexed or set())
     deletes = [DocRef(user, doc_type, source_id) for source_id in sorted(gone)]
 
     if upserts:

@@ -47,6 +47,10 @@ class Listing:
     # The user's team folders (folder id -> mount point), for sources that learn them (files): a
     # change asks for a full listing, as a folder gained or lost sends no event.
     team_folders: dict[str, str] | None = None
+    # With ``complete``: every other document that exists but is not one this source indexes (left
+    # out of ``items``), so a skipped row recorded by an event is kept while its file is there.
+    # None: the source cannot say, and a skipped row missing from ``items`` counts as gone.
+    unindexed: set[str] | None = None
 
 
 @dataclass

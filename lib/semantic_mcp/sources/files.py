@@ -201,6 +201,7 @@ class FilesSource(Source):
             locations={info.file_id: info.path for info in listed},
             known={info.file_id: info.carried() for info in listed},
             team_folders=mounts,
+            unindexed={info.file_id for info in files if not info.is_folder} - {info.file_id for info in listed},
         )
 
     async def fetch(
