@@ -76,6 +76,12 @@ ADMIN_FORM = SettingsForm(
         _text("reconcile_interval_minutes", "Reconciliation interval (minutes)",
               "How often to look for changes no event reported (Deck cards, contacts, missed events)",
               kind=SettingsFieldType.NUMBER),
+        _text("recheck_window_seconds", "Re-check window (seconds)",
+              "Every search result is confirmed with Nextcloud, as the user searching, before it is shown. A "
+              "confirmation is trusted this long (default 10), so a busy Nextcloud answers searches without waiting "
+              "for a free PHP worker. 0 confirms each result during its search; under heavy load results then go "
+              "unconfirmed (the user's own shown, shared ones held back)",
+              kind=SettingsFieldType.NUMBER),
         SettingsField(
             id="embedding_backend", title="Embedding model", type=SettingsFieldType.SELECT,
             default=_D.embedding_backend,

@@ -16,6 +16,12 @@ search holds one of Nextcloud's PHP workers while the app calls back, so a satur
 cannot answer those calls until searches give up; after a check times out, checks are skipped
 (short-circuited) for a few seconds so searches answer at once instead of queueing behind
 Nextcloud, and one search then tries again.
+
+With a re-check window (the admin's "re-check window", ADR 0780), a verdict Nextcloud gave as the
+user is kept that many seconds (search/recent_verdicts.py): hits are served on it, a user's
+concurrent searches share one request, a request outlives the search that gave up on it, and the
+user's known items are asked again in the background before their verdict expires. So under load
+searches rarely wait for a PHP worker, and every hit served was confirmed within the window.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Protocol
 from ..core.documents import DocRef
 from ..nextcloud.client import NextcloudClient
 from ..sources.base import Source
-from ..surfaces.companion import Companion
+from ..surfaces.companion import MAX_ITEMS, Companion
+from .recent_verdicts import RecentVerdicts
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +66,8 @@ class Verifier:
         short_circuit_seconds: float = 5.0,
         probe_timeout: float = 0.75,
         companion: Companion | None = None,
+        window: Callable[[], float] = lambda: 0.0,
+        recent: RecentVerdicts | None = None,
     ) -> None:
         self.nc = nc
         self.companion = companion  # when its app is enabled, all of a search's checks are one request
@@ -73,7 +82,13 @@ class Verifier:
         self.probe_timeout = probe_timeout
         self._probing = False
         self._probe_in_flight = False
-        self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0}
+        # The re-check window in seconds (the admin's setting; 0: every hit asked inside its search), the
+        # verdicts kept for it, and the requests under way by (user, doc key) (ADR 0780).
+        self._window = window
+        self.recent = recent or RecentVerdicts()
+        self._in_flight: dict[tuple[str, str], asyncio.Task] = {}
+        self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0,
+                        "from_window": 0, "asked_ahead": 0}
 
     async def verify(self, user: str, hits: Sequence[HasDocKey]) -> Verification:
         refs = [_ref(user, hit.doc_key) for hit in hits]
@@ -102,23 +117,38 @@ class Verifier:
         return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
 
     async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
+        window = self._window()
+        if window <= 0:  # every hit asked at search time, inside the search (ADR 0010)
+            return await self._asked(user, refs, None)
+        # Hits Nextcloud confirmed (or denied) as this user within the window are served on that verdict;
+        # the rest are asked in one request, shared with any search of the user already asking (ADR 0780).
+        known = self.recent.fresh(user, (ref.key for ref in refs), window)
+        self.metrics["from_window"] += len(known)
+        verdicts: dict[str, bool | None] = {key: verdict for key, (verdict, _) in known.items()}
+        missing = [ref for ref in refs if ref.key not in known]
+        if missing:
+            verdicts.update(await self._asked(user, missing, window))
+        else:
+            self._ask_ahead(user, window)
+        return verdicts
+
+    async def _asked(self, user: str, refs: list[DocRef], window: float | None) -> dict[str, bool | None]:
+        """Verdicts from Nextcloud within the search's bound; with a window, the question outlives the search
+        (its answer fills the window for the next ones)."""
         # While checks are paused, or another search is probing whether Nextcloud answers again, skip.
         if time.monotonic() < self._skip_until or (self._probing and self._probe_in_flight):
             self.metrics["short_circuited_searches"] += 1
+            if window is not None:
+                self._ask(user, refs, window)
             return dict.fromkeys((ref.key for ref in refs), None)
-        by_type: dict[str, list[str]] = {}
-        for ref in refs:
-            by_type.setdefault(ref.doc_type, []).append(ref.source_id)
         probe = self._probing
         timeout = min(self.timeout, self.probe_timeout) if probe else self.timeout
         self._probe_in_flight = self._probe_in_flight or probe
         try:
-            companion = await self._through_companion(user, by_type, timeout)
-            verdicts: dict[str, bool | None] = companion if companion is not None else {}
-            if companion is None:
-                checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
-                for part in await asyncio.gather(*checks):
-                    verdicts.update(part)
+            if window is None:
+                verdicts = await self._request(user, refs, timeout)
+            else:
+                verdicts = await _within(self._ask(user, refs, window), timeout)
         finally:
             if probe:
                 self._probe_in_flight = False
@@ -129,6 +159,59 @@ class Verifier:
             self._probing = True
             log.warning("Nextcloud did not answer a re-check within %gs; skipping re-checks for %gs (own results are "
                         "served unchecked, shared ones withheld)", timeout, self.short_circuit_seconds)
+        return verdicts
+
+    def _ask(self, user: str, refs: list[DocRef], window: float) -> dict[str, asyncio.Task]:
+        """The request answering each of ``refs``: one already under way for the item, or a new one that
+        also carries the user's known items due to be asked again (one request, not one per search)."""
+        new = [ref for ref in refs if (user, ref.key) not in self._in_flight]
+        if new:
+            keys = {ref.key for ref in new}
+            ahead = [key for key in self.recent.due(user, window, MAX_ITEMS)
+                     if key not in keys and (user, key) not in self._in_flight][:max(0, MAX_ITEMS - len(new))]
+            self._start(user, new + [_ref(user, key) for key in ahead], window)
+        return {ref.key: self._in_flight[(user, ref.key)] for ref in refs}
+
+    def _ask_ahead(self, user: str, window: float) -> None:
+        """Ask again, in the background, the user's known items whose verdict is half the window old."""
+        due = [key for key in self.recent.due(user, window, MAX_ITEMS) if (user, key) not in self._in_flight]
+        if due:
+            self.metrics["asked_ahead"] += len(due)
+            self._start(user, [_ref(user, key) for key in due], window)
+
+    def _start(self, user: str, refs: list[DocRef], window: float) -> None:
+        task = asyncio.create_task(self._fill(user, refs, max(self.timeout, min(window, 30.0))))
+        for ref in refs:
+            self._in_flight[(user, ref.key)] = task
+
+        def landed(_: asyncio.Task) -> None:
+            for ref in refs:
+                if self._in_flight.get((user, ref.key)) is task:
+                    del self._in_flight[(user, ref.key)]
+        task.add_done_callback(landed)
+
+    async def _fill(self, user: str, refs: list[DocRef], bound: float) -> dict[str, bool | None]:
+        asked_at = self.recent.clock()
+        try:
+            verdicts = await self._request(user, refs, bound)
+        except Exception:  # noqa: BLE001 - a question nobody waits for must not die unseen; "could not say"
+            log.exception("A re-check for %s failed", user)
+            verdicts = dict.fromkeys((ref.key for ref in refs), None)
+        self.recent.record(user, verdicts, asked_at)
+        return verdicts
+
+    async def _request(self, user: str, refs: list[DocRef], timeout: float) -> dict[str, bool | None]:
+        """One question to Nextcloud about ``refs``: through the companion, else each source's own checks."""
+        by_type: dict[str, list[str]] = {}
+        for ref in refs:
+            by_type.setdefault(ref.doc_type, []).append(ref.source_id)
+        companion = await self._through_companion(user, by_type, timeout)
+        if companion is not None:
+            return companion
+        verdicts: dict[str, bool | None] = {}
+        checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
+        for part in await asyncio.gather(*checks):
+            verdicts.update(part)
         return verdicts
 
     async def _through_companion(
@@ -152,6 +235,13 @@ class Verifier:
             return {f"{doc_type}:{i}": False for i in source_ids}
         result = await source.readable(self.nc, user, source_ids, slots=self._semaphore, timeout=timeout)
         return {f"{doc_type}:{i}": result.get(i) for i in source_ids}
+
+
+async def _within(requests: dict[str, asyncio.Task], timeout: float) -> dict[str, bool | None]:
+    """Each key's verdict from its request if that answered within ``timeout`` (None otherwise); the
+    requests go on either way."""
+    done, _ = await asyncio.wait(set(requests.values()), timeout=timeout)
+    return {key: task.result().get(key) if task in done else None for key, task in requests.items()}
 
 
 def _owner(hit: object) -> str | None:
