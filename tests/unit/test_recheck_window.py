@@ -135,3 +135,24 @@ def test_the_verdicts_kept_are_bounded_and_an_older_answer_never_replaces_a_newe
     assert len(recent.fresh("alice", [f"note:{i}" for i in range(1, 6)], 10)) == 3
     recent.record("alice", {"note:9": None}, asked_at=clock.now)  # "could not say" is not a verdict
     assert recent.fresh("alice", ["note:9"], 10) == {}
+
+
+async def test_a_users_request_asks_their_known_items_again_before_their_next_search() -> None:
+    """A client opens its session before it searches: the known items are asked then, so the search
+    finds fresh verdicts. A changed window trusts no verdict given under the old one."""
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    window = [10.0]
+    source = type("Notes", (), {"readable": staticmethod(nextcloud.readable_for)})()
+    v = Verifier(object(), lambda: {"note": source}, lambda refs: None, timeout=0.2,  # type: ignore[arg-type]
+                 short_circuit_seconds=0, window=lambda: window[0], recent=RecentVerdicts(clock=clock))
+    await v.verify("alice", [OWN, SHARED])
+    v.ask_ahead("alice")  # fresh: nothing to ask
+    v.ask_ahead("bob")  # knows nothing of bob
+    await settle()
+    assert len(nextcloud.asked) == 1
+    window[0] = 20.0
+    v.ask_ahead("alice")
+    await settle()
+    assert nextcloud.asked[-1] == ("alice", ["1", "2"])
+    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
+    assert len(nextcloud.asked) == 2 and v.metrics["from_window"] == 2

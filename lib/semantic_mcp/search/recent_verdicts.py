@@ -73,6 +73,12 @@ class RecentVerdicts:
         for key in keys:
             known.pop(key, None)
 
+    def expire(self) -> None:
+        """Every verdict too old to serve; the items stay known (they are asked again ahead of time)."""
+        for known in self._verdicts.values():
+            for key, (verdict, _, used) in known.items():
+                known[key] = (verdict, float("-inf"), used)
+
     def prune(self) -> None:
         """Forget items no search returned for ``forget_after`` seconds, and users left with none."""
         now = self.clock()

@@ -86,6 +86,7 @@ class Verifier:
         # verdicts kept for it, and the requests under way by (user, doc key) (ADR 0780).
         self._window = window
         self.recent = recent or RecentVerdicts()
+        self._last_window: float | None = None
         self._in_flight: dict[tuple[str, str], asyncio.Task] = {}
         self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0,
                         "from_window": 0, "asked_ahead": 0}
@@ -117,7 +118,7 @@ class Verifier:
         return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
 
     async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
-        window = self._window()
+        window = self._current_window()
         if window <= 0:  # every hit asked at search time, inside the search (ADR 0010)
             return await self._asked(user, refs, None)
         # Hits Nextcloud confirmed (or denied) as this user within the window are served on that verdict;
@@ -171,6 +172,19 @@ class Verifier:
                      if key not in keys and (user, key) not in self._in_flight][:max(0, MAX_ITEMS - len(new))]
             self._start(user, new + [_ref(user, key) for key in ahead], window)
         return {ref.key: self._in_flight[(user, ref.key)] for ref in refs}
+
+    def ask_ahead(self, user: str) -> None:
+        """Any request of ``user``: ask again now, in the background, their known items that are due."""
+        window = self._current_window()
+        if window > 0:
+            self._ask_ahead(user, window)
+
+    def _current_window(self) -> float:
+        window = self._window()
+        if window != self._last_window:  # a changed window trusts no verdict given under the old one
+            self._last_window = window
+            self.recent.expire()
+        return window
 
     def _ask_ahead(self, user: str, window: float) -> None:
         """Ask again, in the background, the user's known items whose verdict is half the window old."""
