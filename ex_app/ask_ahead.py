@@ -1,5 +1,5 @@
-"""Any MCP request of a user asks Nextcloud again, in the background, about the items their searches
-returned lately whose re-check verdict is half the re-check window old (ADR 0780).
+"""While Nextcloud is busy, any MCP request of a user asks it again, in the background, about the items
+their searches returned lately whose re-check verdict is half the re-check window old (ADR 0780).
 
 A client opens its session (``initialize``) before it searches. Asking then, before the user's first
 search, means that search finds fresh verdicts instead of waiting, inside a proxied request that

@@ -1,6 +1,9 @@
-"""The re-check window (search/verify.py, search/recent_verdicts.py, ADR 0780): hits are served on a verdict
-Nextcloud gave as the caller within the window, concurrent searches of one user share one request, a
-request outlives the search that gave up on it, and known items are asked again before they expire."""
+"""The re-check window (search/verify.py, search/recent_verdicts.py, ADR 0780): while Nextcloud is busy, hits
+are served on a verdict Nextcloud gave as the caller within the window; concurrent searches of one user share
+one request, a request outlives the search that gave up on it, and known items are asked again before they
+expire. At a quiet time every search asks, as without a window.
+
+Most tests here use ``patience=0``: every re-check counts as slow, so Nextcloud is busy after the first."""
 
 from __future__ import annotations
 
@@ -45,10 +48,12 @@ class Nextcloud:
         return {i: i in self.readable.get(user, set()) for i in ids}
 
 
-def verifier(nextcloud: Nextcloud, clock: Clock, window: float = 10.0, timeout: float = 0.2) -> Verifier:
+def verifier(nextcloud: Nextcloud, clock: Clock, window: float = 10.0, timeout: float = 0.2,
+             patience: float = 0.0) -> Verifier:
     source = type("Notes", (), {"readable": staticmethod(nextcloud.readable_for)})()
     return Verifier(object(), lambda: {"note": source}, lambda refs: None, timeout=timeout,  # type: ignore[arg-type]
-                    short_circuit_seconds=0, window=lambda: window, recent=RecentVerdicts(clock=clock))
+                    short_circuit_seconds=0, window=lambda: window, recent=RecentVerdicts(clock=clock),
+                    patience=patience)
 
 
 async def settle() -> None:
@@ -114,7 +119,29 @@ async def test_known_items_are_asked_again_in_the_background_before_they_expire(
     assert nextcloud.asked[-1] == ("alice", ["1", "2"]) and v.metrics["asked_ahead"] == 2
     clock.now += 6  # 12 s after the first answer, 6 s after the second: still within the window
     assert (await v.verify("alice", [SHARED])).kept == [SHARED]
-    assert len(nextcloud.asked) == 3
+    assert v.metrics["from_window"] == 2
+
+
+async def test_at_a_quiet_time_every_search_asks_so_an_ended_share_is_gone_at_once() -> None:
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    v = verifier(nextcloud, clock, patience=5)  # Nextcloud answers well within its patience
+    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
+    nextcloud.readable["alice"] = {"1"}
+    clock.now += 1
+    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN]
+    assert len(nextcloud.asked) == 2 and not v.busy() and v.metrics["from_window"] == 0
+
+
+async def test_a_hit_nextcloud_does_not_answer_about_in_time_falls_back_on_its_kept_verdict() -> None:
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    v = verifier(nextcloud, clock, timeout=0.05, patience=5)
+    await v.verify("alice", [OWN, SHARED])
+    nextcloud.gate = asyncio.Event()  # from now on Nextcloud does not answer in time
+    clock.now += 3
+    result = await v.verify("alice", [OWN, SHARED, Hit("note:3", {"owner": "bob"})])
+    assert result.kept == [OWN, SHARED] and result.withheld == 1 and result.unverified == 0
+    assert v.busy() and v.metrics["from_window"] == 2
+    nextcloud.gate.set()
 
 
 async def test_without_a_window_every_search_asks() -> None:
@@ -144,7 +171,7 @@ async def test_a_users_request_asks_their_known_items_again_before_their_next_se
     window = [10.0]
     source = type("Notes", (), {"readable": staticmethod(nextcloud.readable_for)})()
     v = Verifier(object(), lambda: {"note": source}, lambda refs: None, timeout=0.2,  # type: ignore[arg-type]
-                 short_circuit_seconds=0, window=lambda: window[0], recent=RecentVerdicts(clock=clock))
+                 short_circuit_seconds=0, window=lambda: window[0], recent=RecentVerdicts(clock=clock), patience=0)
     await v.verify("alice", [OWN, SHARED])
     v.ask_ahead("alice")  # fresh: nothing to ask
     v.ask_ahead("bob")  # knows nothing of bob

@@ -2,10 +2,11 @@
 
 Behind AppAPI's PHP proxy a search holds one of Nextcloud's PHP workers while its re-check needs
 another; with every worker held by searches, no re-check is answered (ADR 0010). So a verdict
-Nextcloud gave *as the user* is kept for ``window`` seconds and hits are served on it, while the
-user's known items are asked again, in one request and outside any search, once their verdict
-is half the window old. Every hit served was confirmed as the caller at most ``window`` seconds
-before. The time kept is when the question was *sent*, so the age is never under-stated.
+Nextcloud gave *as the user* is kept for ``window`` seconds. While Nextcloud is busy, hits are
+served on it, and the user's known items are asked again, in one request and outside any search,
+once their verdict is half the window old (search/verify.py). Every hit served was confirmed as the
+caller at most ``window`` seconds before. The time kept is when the question was *sent*, so the age
+is never under-stated.
 
 A user's known items are the ones their searches returned in the last ``forget_after`` seconds;
 they are what is asked again ahead of time (at most ``limit`` per request, the companion's limit).

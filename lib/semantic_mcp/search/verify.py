@@ -18,10 +18,12 @@ cannot answer those calls until searches give up; after a check times out, check
 Nextcloud, and one search then tries again.
 
 With a re-check window (the admin's "re-check window", ADR 0780), a verdict Nextcloud gave as the
-user is kept that many seconds (search/recent_verdicts.py): hits are served on it, a user's
-concurrent searches share one request, a request outlives the search that gave up on it, and the
-user's known items are asked again in the background before their verdict expires. So under load
-searches rarely wait for a PHP worker, and every hit served was confirmed within the window.
+user is kept that many seconds (search/recent_verdicts.py). While Nextcloud answers promptly every
+search still asks about every hit. Once a re-check took longer than ``patience`` or went unanswered
+(Nextcloud is busy, for ``busy_seconds``), hits are served on their kept verdict; the user's known
+items are asked again in the background before it expires. Either way a user's concurrent searches
+share one request, and a request outlives the search that gave up on it. So under load searches
+rarely wait for a PHP worker, and every hit served was confirmed within the window.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ class Verifier:
         companion: Companion | None = None,
         window: Callable[[], float] = lambda: 0.0,
         recent: RecentVerdicts | None = None,
+        patience: float = 0.5,
+        busy_seconds: float = 5.0,
     ) -> None:
         self.nc = nc
         self.companion = companion  # when its app is enabled, all of a search's checks are one request
@@ -88,6 +92,11 @@ class Verifier:
         self.recent = recent or RecentVerdicts()
         self._last_window: float | None = None
         self._in_flight: dict[tuple[str, str], asyncio.Task] = {}
+        # Nextcloud counts as busy for ``busy_seconds`` after a re-check took longer than ``patience``
+        # (it waited for a PHP worker) or went unanswered; only then are hits served on kept verdicts.
+        self.patience = patience
+        self.busy_seconds = busy_seconds
+        self._busy_until = 0.0
         self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0,
                         "from_window": 0, "asked_ahead": 0}
 
@@ -121,17 +130,28 @@ class Verifier:
         window = self._current_window()
         if window <= 0:  # every hit asked at search time, inside the search (ADR 0010)
             return await self._asked(user, refs, None)
-        # Hits Nextcloud confirmed (or denied) as this user within the window are served on that verdict;
-        # the rest are asked in one request, shared with any search of the user already asking (ADR 0780).
         known = self.recent.fresh(user, (ref.key for ref in refs), window)
+        if not self.busy():
+            # Nextcloud answers promptly: every hit is asked now, as without a window; a kept verdict
+            # stands in only for a hit Nextcloud did not answer about within the search's bound.
+            verdicts = await self._asked(user, refs, window)
+            fallback = {key: known[key][0] for key, verdict in verdicts.items() if verdict is None and key in known}
+            self.metrics["from_window"] += len(fallback)
+            return {**verdicts, **fallback}
+        # Nextcloud is busy: hits it confirmed (or denied) as this user within the window are served on that
+        # verdict; the rest are asked in one request, shared with any search of the user already asking.
         self.metrics["from_window"] += len(known)
-        verdicts: dict[str, bool | None] = {key: verdict for key, (verdict, _) in known.items()}
+        verdicts = {key: verdict for key, (verdict, _) in known.items()}
         missing = [ref for ref in refs if ref.key not in known]
         if missing:
             verdicts.update(await self._asked(user, missing, window))
         else:
             self._ask_ahead(user, window)
         return verdicts
+
+    def busy(self) -> bool:
+        """Whether a re-check lately took longer than ``patience`` or went unanswered (ADR 0780)."""
+        return time.monotonic() < self._busy_until
 
     async def _asked(self, user: str, refs: list[DocRef], window: float | None) -> dict[str, bool | None]:
         """Verdicts from Nextcloud within the search's bound; with a window, the question outlives the search
@@ -155,7 +175,9 @@ class Verifier:
                 self._probe_in_flight = False
         if None not in verdicts.values():
             self._probing = False
-        elif time.monotonic() >= self._skip_until:
+            return verdicts
+        self._busy_until = time.monotonic() + self.busy_seconds
+        if time.monotonic() >= self._skip_until:
             self._skip_until = time.monotonic() + self.short_circuit_seconds
             self._probing = True
             log.warning("Nextcloud did not answer a re-check within %gs; skipping re-checks for %gs (own results are "
@@ -176,7 +198,7 @@ class Verifier:
     def ask_ahead(self, user: str) -> None:
         """Any request of ``user``: ask again now, in the background, their known items that are due."""
         window = self._current_window()
-        if window > 0:
+        if window > 0 and self.busy():  # at a quiet time every search asks anyway
             self._ask_ahead(user, window)
 
     def _current_window(self) -> float:
@@ -219,13 +241,15 @@ class Verifier:
         by_type: dict[str, list[str]] = {}
         for ref in refs:
             by_type.setdefault(ref.doc_type, []).append(ref.source_id)
-        companion = await self._through_companion(user, by_type, timeout)
-        if companion is not None:
-            return companion
-        verdicts: dict[str, bool | None] = {}
-        checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
-        for part in await asyncio.gather(*checks):
-            verdicts.update(part)
+        started = time.monotonic()
+        verdicts = await self._through_companion(user, by_type, timeout)
+        if verdicts is None:
+            verdicts = {}
+            checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
+            for part in await asyncio.gather(*checks):
+                verdicts.update(part)
+        if time.monotonic() - started > self.patience or None in verdicts.values():
+            self._busy_until = time.monotonic() + self.busy_seconds
         return verdicts
 
     async def _through_companion(
