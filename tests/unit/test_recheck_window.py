@@ -3,7 +3,7 @@ are served on a verdict Nextcloud gave as the caller within the window; concurre
 one request, a request outlives the search that gave up on it, and known items are asked again before they
 expire. At a quiet time every search asks, as without a window.
 
-Most tests here use ``patience=0``: every re-check counts as slow, so Nextcloud is busy after the first."""
+Most tests here use ``crowd=0``: Nextcloud counts as busy from the first search on."""
 
 from __future__ import annotations
 
@@ -49,11 +49,11 @@ class Nextcloud:
 
 
 def verifier(nextcloud: Nextcloud, clock: Clock, window: float = 10.0, timeout: float = 0.2,
-             patience: float = 0.0) -> Verifier:
+             crowd: int = 0) -> Verifier:
     source = type("Notes", (), {"readable": staticmethod(nextcloud.readable_for)})()
     return Verifier(object(), lambda: {"note": source}, lambda refs: None, timeout=timeout,  # type: ignore[arg-type]
                     short_circuit_seconds=0, window=lambda: window, recent=RecentVerdicts(clock=clock),
-                    patience=patience)
+                    crowd=crowd)
 
 
 async def settle() -> None:
@@ -124,7 +124,7 @@ async def test_known_items_are_asked_again_in_the_background_before_they_expire(
 
 async def test_at_a_quiet_time_every_search_asks_so_an_ended_share_is_gone_at_once() -> None:
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
-    v = verifier(nextcloud, clock, patience=5)  # Nextcloud answers well within its patience
+    v = verifier(nextcloud, clock, crowd=2)  # one search at a time
     assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
     nextcloud.readable["alice"] = {"1"}
     clock.now += 1
@@ -134,7 +134,7 @@ async def test_at_a_quiet_time_every_search_asks_so_an_ended_share_is_gone_at_on
 
 async def test_a_hit_nextcloud_does_not_answer_about_in_time_falls_back_on_its_kept_verdict() -> None:
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
-    v = verifier(nextcloud, clock, timeout=0.05, patience=5)
+    v = verifier(nextcloud, clock, timeout=0.05, crowd=2)
     await v.verify("alice", [OWN, SHARED])
     nextcloud.gate = asyncio.Event()  # from now on Nextcloud does not answer in time
     clock.now += 3
@@ -171,7 +171,7 @@ async def test_a_users_request_asks_their_known_items_again_before_their_next_se
     window = [10.0]
     source = type("Notes", (), {"readable": staticmethod(nextcloud.readable_for)})()
     v = Verifier(object(), lambda: {"note": source}, lambda refs: None, timeout=0.2,  # type: ignore[arg-type]
-                 short_circuit_seconds=0, window=lambda: window[0], recent=RecentVerdicts(clock=clock), patience=0)
+                 short_circuit_seconds=0, window=lambda: window[0], recent=RecentVerdicts(clock=clock), crowd=0)
     await v.verify("alice", [OWN, SHARED])
     v.ask_ahead("alice")  # fresh: nothing to ask
     v.ask_ahead("bob")  # knows nothing of bob
@@ -183,3 +183,17 @@ async def test_a_users_request_asks_their_known_items_again_before_their_next_se
     assert nextcloud.asked[-1] == ("alice", ["1", "2"])
     assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
     assert len(nextcloud.asked) == 2 and v.metrics["from_window"] == 2
+
+
+async def test_a_search_that_starts_while_two_others_wait_for_rechecks_makes_nextcloud_count_as_busy() -> None:
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    nextcloud.gate = asyncio.Event()
+    v = verifier(nextcloud, clock, crowd=2, timeout=5)
+    waiting = [asyncio.create_task(v.verify("alice", [OWN])) for _ in range(2)]
+    await settle()
+    assert not v.busy()
+    third = asyncio.create_task(v.verify("alice", [SHARED]))
+    await settle()
+    assert v.busy()
+    nextcloud.gate.set()
+    await asyncio.gather(*waiting, third)

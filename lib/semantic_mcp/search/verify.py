@@ -19,8 +19,9 @@ Nextcloud, and one search then tries again.
 
 With a re-check window (the admin's "re-check window", ADR 0780), a verdict Nextcloud gave as the
 user is kept that many seconds (search/recent_verdicts.py). While Nextcloud answers promptly every
-search still asks about every hit. Once a re-check took longer than ``patience`` or went unanswered
-(Nextcloud is busy, for ``busy_seconds``), hits are served on their kept verdict; the user's known
+search still asks about every hit. Once searches queue for re-checks (one starts while ``crowd``
+others wait) or one goes unanswered, Nextcloud counts as busy for ``busy_seconds``: hits are then
+served on their kept verdict; the user's known
 items are asked again in the background before it expires. Either way a user's concurrent searches
 share one request, and a request outlives the search that gave up on it. So under load searches
 rarely wait for a PHP worker, and every hit served was confirmed within the window.
@@ -70,7 +71,7 @@ class Verifier:
         companion: Companion | None = None,
         window: Callable[[], float] = lambda: 0.0,
         recent: RecentVerdicts | None = None,
-        patience: float = 0.5,
+        crowd: int = 2,
         busy_seconds: float = 5.0,
     ) -> None:
         self.nc = nc
@@ -92,11 +93,13 @@ class Verifier:
         self.recent = recent or RecentVerdicts()
         self._last_window: float | None = None
         self._in_flight: dict[tuple[str, str], asyncio.Task] = {}
-        # Nextcloud counts as busy for ``busy_seconds`` after a re-check took longer than ``patience``
-        # (it waited for a PHP worker) or went unanswered; only then are hits served on kept verdicts.
-        self.patience = patience
+        # Nextcloud counts as busy for ``busy_seconds`` after a search started while ``crowd`` others were
+        # waiting for re-checks (behind the PHP proxy each holds a worker), or a re-check went unanswered;
+        # only then are hits served on kept verdicts. A lone search always asks.
+        self.crowd = crowd
         self.busy_seconds = busy_seconds
         self._busy_until = 0.0
+        self._waiting = 0  # searches waiting for a re-check now
         self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0,
                         "from_window": 0, "asked_ahead": 0}
 
@@ -128,6 +131,8 @@ class Verifier:
 
     async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
         window = self._current_window()
+        if self._waiting >= self.crowd:
+            self._busy_until = time.monotonic() + self.busy_seconds
         if window <= 0:  # every hit asked at search time, inside the search (ADR 0010)
             return await self._asked(user, refs, None)
         known = self.recent.fresh(user, (ref.key for ref in refs), window)
@@ -150,7 +155,7 @@ class Verifier:
         return verdicts
 
     def busy(self) -> bool:
-        """Whether a re-check lately took longer than ``patience`` or went unanswered (ADR 0780)."""
+        """Whether searches lately queued for re-checks, or one went unanswered (ADR 0780)."""
         return time.monotonic() < self._busy_until
 
     async def _asked(self, user: str, refs: list[DocRef], window: float | None) -> dict[str, bool | None]:
@@ -165,12 +170,14 @@ class Verifier:
         probe = self._probing
         timeout = min(self.timeout, self.probe_timeout) if probe else self.timeout
         self._probe_in_flight = self._probe_in_flight or probe
+        self._waiting += 1
         try:
             if window is None:
                 verdicts = await self._request(user, refs, timeout)
             else:
                 verdicts = await _within(self._ask(user, refs, window), timeout)
         finally:
+            self._waiting -= 1
             if probe:
                 self._probe_in_flight = False
         if None not in verdicts.values():
@@ -241,15 +248,12 @@ class Verifier:
         by_type: dict[str, list[str]] = {}
         for ref in refs:
             by_type.setdefault(ref.doc_type, []).append(ref.source_id)
-        started = time.monotonic()
         verdicts = await self._through_companion(user, by_type, timeout)
         if verdicts is None:
             verdicts = {}
             checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
             for part in await asyncio.gather(*checks):
                 verdicts.update(part)
-        if time.monotonic() - started > self.patience or None in verdicts.values():
-            self._busy_until = time.monotonic() + self.busy_seconds
         return verdicts
 
     async def _through_companion(
