@@ -75,6 +75,13 @@ async def test_a_verdict_serves_hits_within_the_window_and_is_asked_again_after_
     assert len(nextcloud.asked) == 2
 
 
+async def test_a_search_with_no_hits_asks_nothing() -> None:
+    nextcloud, clock = Nextcloud({}), Clock()
+    for crowd in (0, 2):
+        result = await verifier(nextcloud, clock, crowd=crowd).verify("alice", [])
+        assert result.kept == [] and result.dropped == [] and nextcloud.asked == []
+
+
 async def test_a_verdict_is_never_served_to_another_user() -> None:
     nextcloud, clock = Nextcloud({"alice": {"2"}, "bob": set()}), Clock()
     v = verifier(nextcloud, clock)

@@ -130,6 +130,8 @@ class Verifier:
         return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
 
     async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
+        if not refs:  # a search that found nothing has nothing to ask
+            return {}
         window = self._current_window()
         if self._waiting >= self.crowd:
             self._busy_until = time.monotonic() + self.busy_seconds
