@@ -204,3 +204,17 @@ async def test_a_search_that_starts_while_two_others_wait_for_rechecks_makes_nex
     assert v.busy()
     nextcloud.gate.set()
     await asyncio.gather(*waiting, third)
+
+
+async def test_a_kept_verdict_that_expires_while_the_search_waits_is_not_served() -> None:
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    v = verifier(nextcloud, clock, timeout=0.3)
+    await v.verify("alice", [SHARED])
+    nextcloud.gate = asyncio.Event()  # Nextcloud stops answering
+    clock.now += 9.9
+    search = asyncio.create_task(v.verify("alice", [SHARED, Hit("note:3", {"owner": "bob"})]))
+    await settle()
+    clock.now += 0.5  # the kept verdict passes the window while the search waits for note:3
+    result = await search
+    assert result.kept == [] and result.withheld == 2
+    nextcloud.gate.set()

@@ -27,6 +27,7 @@ class RecentVerdicts:
         self.max_items = max_items  # per user; the least recently used go first
         # user -> doc key -> (readable, asked at, last used)
         self._verdicts: dict[str, dict[str, tuple[bool, float, float]]] = {}
+        self._pruned_at = clock()
 
     def fresh(self, user: str, keys: Iterable[str], window: float) -> dict[str, tuple[bool, float]]:
         """The verdicts at most ``window`` seconds old, with their age; marks them used."""
@@ -62,7 +63,7 @@ class RecentVerdicts:
         if len(known) > self.max_items:
             for key in sorted(known, key=lambda k: known[k][2])[: len(known) - self.max_items]:
                 del known[key]
-        if len(self._verdicts) > self.max_users:
+        if len(self._verdicts) > self.max_users or now - self._pruned_at > 60:
             self.prune()
 
     def forget(self, user: str, keys: Iterable[str] | None = None) -> None:
@@ -82,7 +83,7 @@ class RecentVerdicts:
 
     def prune(self) -> None:
         """Forget items no search returned for ``forget_after`` seconds, and users left with none."""
-        now = self.clock()
+        now = self._pruned_at = self.clock()
         for user in list(self._verdicts):
             known = self._verdicts[user]
             for key in [k for k, (_, _, used) in known.items() if now - used > self.forget_after]:

@@ -137,24 +137,27 @@ class Verifier:
             self._busy_until = time.monotonic() + self.busy_seconds
         if window <= 0:  # every hit asked at search time, inside the search (ADR 0010)
             return await self._asked(user, refs, None)
-        known = self.recent.fresh(user, (ref.key for ref in refs), window)
         if not self.busy():
             # Nextcloud answers promptly: every hit is asked now, as without a window; a kept verdict
             # stands in only for a hit Nextcloud did not answer about within the search's bound.
             verdicts = await self._asked(user, refs, window)
-            fallback = {key: known[key][0] for key, verdict in verdicts.items() if verdict is None and key in known}
+            unanswered = [key for key, verdict in verdicts.items() if verdict is None]
+            fallback = {key: verdict for key, (verdict, _) in self.recent.fresh(user, unanswered, window).items()}
             self.metrics["from_window"] += len(fallback)
             return {**verdicts, **fallback}
         # Nextcloud is busy: hits it confirmed (or denied) as this user within the window are served on that
         # verdict; the rest are asked in one request, shared with any search of the user already asking.
-        self.metrics["from_window"] += len(known)
-        verdicts = {key: verdict for key, (verdict, _) in known.items()}
+        known = self.recent.fresh(user, (ref.key for ref in refs), window)
         missing = [ref for ref in refs if ref.key not in known]
-        if missing:
-            verdicts.update(await self._asked(user, missing, window))
-        else:
+        if not missing:
             self._ask_ahead(user, window)
-        return verdicts
+            self.metrics["from_window"] += len(known)
+            return {key: verdict for key, (verdict, _) in known.items()}
+        verdicts = await self._asked(user, missing, window)
+        # Still within the window after that wait (or answered again meanwhile)? Otherwise not re-checked.
+        still = self.recent.fresh(user, known, window)
+        self.metrics["from_window"] += len(still)
+        return {**dict.fromkeys(known), **{key: verdict for key, (verdict, _) in still.items()}, **verdicts}
 
     def busy(self) -> bool:
         """Whether searches lately queued for re-checks, or one went unanswered (ADR 0780)."""
