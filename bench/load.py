@@ -1,7 +1,7 @@
 """Concurrent searches through a real Nextcloud 34's AppAPI proxy: searches/s, median and p95 per level.
 
     PYTHONPATH=lib:. .venv/bin/python bench/load.py [--clients 1,4,8,16] [--calls 10] [--mode legacy] [--harp]
-                                                    [--companion]
+                                                    [--companion] [--window 10]
 
 ``--harp`` (root, Docker): the app deployed through HaRP on Nextcloud 34 as the HaRP test tier does
 (tests/harp), each level run twice: through Nextcloud's proxy URL (PHP, then HaRP) and through
@@ -24,6 +24,12 @@ bar (``/ocs/v2.php/search/providers/semantic_search/search``): the companion's p
 ExApp and opens every hit as the user in process, so each search holds one PHP worker and never
 waits for another. For the bar, "gave up" counts searches the provider answered empty because the
 ExApp did not answer within its 2 s budget (Nextcloud's log), and "hits re-checked" the hits shown.
+
+``--window S``: each path twice per level in the same run (ADR 0780): the admin's re-check window at 0
+(every hit asked inside its search, the path before the window) and at S seconds (hits served on a
+verdict Nextcloud gave as the caller at most S s before; "served on the window" counts them). A
+changed window starts empty, so each run starts cold. The last column is the machine's 1-minute load
+average when the row ended (2 cores, shared with other work).
 """
 
 from __future__ import annotations
@@ -93,7 +99,7 @@ async def level(stack: RealStack, clients: int, calls: int, mode: str, url: str 
     ))
     elapsed = time.monotonic() - started
     after = (await stack.status("alice")).get("verification", {})
-    delta = {key: after[key] - before.get(key, 0) for key in after}
+    delta = {key: after[key] - before.get(key, 0) for key in after if isinstance(after[key], int)}
     return {**_summary(clients, calls, latencies, failures, elapsed), **delta}
 
 
@@ -173,8 +179,18 @@ async def _has(stack: RealStack, user: str, query: str, title: str) -> bool:
     return title in await stack.titles(user, query, score_threshold=0)  # found at all, whatever the cut-off
 
 
+async def window_is(stack: RealStack, seconds: float) -> bool:
+    return (await stack.status("alice")).get("recheck_window_seconds") == seconds
+
+
 async def run_path(stack: RealStack, path: str | tuple | None, clients: int, calls: int, mode: str) -> dict:
-    """One level on one path: a URL (None: the proxy) or, with --companion, (kind, companion enabled, URL)."""
+    """One level on one path: a URL (None: the proxy), with --window ("window", seconds, URL), or with
+    --companion (kind, companion enabled, URL)."""
+    if isinstance(path, tuple) and path[0] == "window":
+        _, seconds, url = path
+        stack.set_admin_field("recheck_window_seconds", seconds)
+        await stack.eventually(lambda: window_is(stack, seconds), timeout=60)
+        return await level(stack, clients, calls, mode, url)
     if not isinstance(path, tuple):
         return await level(stack, clients, calls, mode, path)
     kind, companion, url = path
@@ -204,6 +220,8 @@ def main() -> None:
     parser.add_argument("--mode", default="legacy", choices=["legacy", "auto"],
                         help="legacy: protocol 2025-11-25 (most clients); auto: 2026-07-28")
     parser.add_argument("--harp", action="store_true", help="deploy through HaRP; compare both paths")
+    parser.add_argument("--window", type=float, default=None,
+                        help="each path with the re-check window at 0 (before) and at this many seconds")
     parser.add_argument("--companion", action="store_true",
                         help="MCP without and with the companion app, then the search bar, at each level")
     args = parser.parse_args()
@@ -214,7 +232,8 @@ def main() -> None:
         server = "Nextcloud 34.0.1 + HaRP 0.4.4"
     else:
         nc = RealNextcloud().prepare()
-        stack = RealStack(nc, workdir, env={"APP_LOG_LEVEL": "WARNING"})
+        # The per-user request quota (600 a minute) is not what is measured: 8 clients of one user pass it.
+        stack = RealStack(nc, workdir, env={"APP_LOG_LEVEL": "WARNING", "MCP_REQUESTS_PER_MINUTE": "100000"})
         stack.start()
         cleanup = [stack.stop, nc.stop]
         paths = ({"MCP, companion off (per-source re-checks)": ("mcp", False, None),
@@ -222,21 +241,26 @@ def main() -> None:
                   "search bar (OCS, re-checked in PHP)": ("bar", True, None)}
                  if args.companion else {"AppAPI proxy": None})
         server = "Nextcloud 34.0.1"
+    if args.window is not None:
+        paths = {f"{name}, {label}": ("window", seconds, url) for name, url in paths.items()
+                 for label, seconds in (("window 0 (before)", 0), (f"window {args.window:g} s", args.window))}
     try:
         seed(stack)
         asyncio.run(wait_seeded(stack))
         print(f"{server} (nc-kit: PHP built-in server, 4 workers, SQLite); MCP protocol "
               f"{'2025-11-25' if args.mode == 'legacy' else '2026-07-28'}; {args.calls} searches per client\n")
         print("| path | clients | calls | failed | searches/s | median ms | p95 ms | hits re-checked "
-              "| own served unchecked | shared withheld | searches short-circuited | bar gave up |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| own served unchecked | shared withheld | searches short-circuited | bar gave up "
+              "| served on the window | load avg |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for clients in (int(c) for c in args.clients.split(",")):
             for name, path in paths.items():
                 row = asyncio.run(run_path(stack, path, clients, args.calls, args.mode))
                 print(f"| {name} | {row['clients']} | {row['calls']} | {row['failed']} | {row['per_second']:.1f} | "
                       f"{row['median_ms']:.0f} | {row['p95_ms']:.0f} | {row.get('checked', 0)} | "
                       f"{row.get('unverified_served', 0)} | {row.get('withheld', 0)} | "
-                      f"{row.get('short_circuited_searches', 0)} | {row.get('gave_up', '')} |", flush=True)
+                      f"{row.get('short_circuited_searches', 0)} | {row.get('gave_up', '')} | "
+                      f"{row.get('from_window', '')} | {os.getloadavg()[0]:.1f} |", flush=True)
                 for failure in row["failures"]:
                     print(f"    failure: {failure}", file=sys.stderr)
     finally:

@@ -49,6 +49,7 @@ from .appapi import (
     identity,
 )
 from .oauth_http import BearerGuard, OAuthHTTP
+from .ask_ahead import AskAhead
 from .quotas import SESSION_IDLE_SECONDS, McpQuota
 from .settings_check import SettingsCheck, tell_admins
 from .settings_form import ADMIN_FORMS, personal_form
@@ -198,6 +199,7 @@ def create_app() -> FastAPI:
         title="Semantic MCP for Nextcloud", lifespan=lifespan, redirect_slashes=False,
         openapi_url=None, docs_url=None, redoc_url=None,
     )
+    app.add_middleware(AskAhead, verifier=engine.verifier)  # a user's known re-checks, before their search
     app.add_middleware(McpQuota, sessions=int(os.environ.get("MCP_SESSIONS_PER_USER") or 20),
                        per_minute=int(os.environ.get("MCP_REQUESTS_PER_MINUTE") or 600))  # once the user is known
     app.add_middleware(audit.QuotaRefusals)  # the quota's refusals, in the audit record

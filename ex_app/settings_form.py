@@ -66,6 +66,12 @@ _FIELDS: dict[str, SettingsField] = {field.id: field for field in [
         _text("reconcile_interval_minutes", "Reconciliation interval (minutes)",
               "How often to look for changes no event reported (Deck cards, contacts, missed events)",
               kind=SettingsFieldType.NUMBER),
+        _text("recheck_window_seconds", "Re-check window (seconds)",
+              "Every search result is confirmed with Nextcloud, as the user searching, before it is shown. A "
+              "confirmation is trusted this long (default 10), so a busy Nextcloud answers searches without waiting "
+              "for a free PHP worker. 0 confirms each result during its search; under heavy load results then go "
+              "unconfirmed (the user's own shown, shared ones held back)",
+              kind=SettingsFieldType.NUMBER),
         SettingsField(
             id="embedding_backend", title="Embedding model", type=SettingsFieldType.SELECT,
             default=_D.embedding_backend,
@@ -153,7 +159,7 @@ SECTIONS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      ("oauth_enabled", "oauth_allow_registration", "oauth_scopes", "default_scopes", "oauth_metadata_hosts",
       "audit_queries")),
     ("semantic_mcp_advanced", "Semantic MCP: advanced", "Rarely changed",
-     ("reconcile_interval_minutes", "oauth_allow_private_metadata_hosts")),
+     ("reconcile_interval_minutes", "recheck_window_seconds", "oauth_allow_private_metadata_hosts")),
 )
 # Nextcloud's page lists an admin section's forms by ascending priority, after its own
 # Artificial intelligence settings (priority 10).

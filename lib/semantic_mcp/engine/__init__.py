@@ -74,7 +74,8 @@ class Engine(SettingsComponents):
         self.accounts = AccountDirectory(nc, identities=self.state)  # who each indexed user was
         self.accounts.holders.append(DataHolder(self.state.users_with_data, self.purge_user))
         self.verifier = Verifier(nc, self.sources, self._schedule_removal, timeout=deployment.recheck_timeout_seconds,
-                                 companion=Companion(float(os.environ.get("COMPANION_CHECK_SECONDS", "60"))))
+                                 companion=Companion(float(os.environ.get("COMPANION_CHECK_SECONDS", "60"))),
+                                 window=lambda: self.settings().recheck_window_seconds)
         self.search = SearchService(
             HybridRetriever(
                 Current(self.store), self.keyword, Current(self.embedder),

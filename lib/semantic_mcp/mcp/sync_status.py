@@ -53,6 +53,7 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
         # Re-checks of search hits with Nextcloud (server-wide): hits served unchecked are the
         # callers' own; shared ones that could not be re-checked were withheld.
         "verification": dict(engine.verifier.metrics),
+        "recheck_window_seconds": settings.recheck_window_seconds,  # how old a verdict may be when served (ADR 0780)
         # The PHP companion app (search bar, one-request re-checks): whether Nextcloud has it enabled.
         "companion_app": engine.verifier.companion.status() if engine.verifier.companion else {"state": "not used"},
     }

@@ -16,6 +16,15 @@ search holds one of Nextcloud's PHP workers while the app calls back, so a satur
 cannot answer those calls until searches give up; after a check times out, checks are skipped
 (short-circuited) for a few seconds so searches answer at once instead of queueing behind
 Nextcloud, and one search then tries again.
+
+With a re-check window (the admin's "re-check window", ADR 0780), a verdict Nextcloud gave as the
+user is kept that many seconds (search/recent_verdicts.py). While Nextcloud answers promptly every
+search still asks about every hit. Once searches queue for re-checks (one starts while ``crowd``
+others wait) or one goes unanswered, Nextcloud counts as busy for ``busy_seconds``: hits are then
+served on their kept verdict; the user's known
+items are asked again in the background before it expires. Either way a user's concurrent searches
+share one request, and a request outlives the search that gave up on it. So under load searches
+rarely wait for a PHP worker, and every hit served was confirmed within the window.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ from typing import Protocol
 from ..core.documents import DocRef
 from ..nextcloud.client import NextcloudClient
 from ..sources.base import Source
-from ..nextcloud.companion import Companion
+from ..nextcloud.companion import MAX_ITEMS, Companion
+from .recent_verdicts import RecentVerdicts
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +69,10 @@ class Verifier:
         short_circuit_seconds: float = 5.0,
         probe_timeout: float = 0.75,
         companion: Companion | None = None,
+        window: Callable[[], float] = lambda: 0.0,
+        recent: RecentVerdicts | None = None,
+        crowd: int = 2,
+        busy_seconds: float = 5.0,
     ) -> None:
         self.nc = nc
         self.companion = companion  # when its app is enabled, all of a search's checks are one request
@@ -73,7 +87,21 @@ class Verifier:
         self.probe_timeout = probe_timeout
         self._probing = False
         self._probe_in_flight = False
-        self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0}
+        # The re-check window in seconds (the admin's setting; 0: every hit asked inside its search), the
+        # verdicts kept for it, and the requests under way by (user, doc key) (ADR 0780).
+        self._window = window
+        self.recent = recent or RecentVerdicts()
+        self._last_window: float | None = None
+        self._in_flight: dict[tuple[str, str], asyncio.Task] = {}
+        # Nextcloud counts as busy for ``busy_seconds`` after a search started while ``crowd`` others were
+        # waiting for re-checks (behind the PHP proxy each holds a worker), or a re-check went unanswered;
+        # only then are hits served on kept verdicts. A lone search always asks.
+        self.crowd = crowd
+        self.busy_seconds = busy_seconds
+        self._busy_until = 0.0
+        self._waiting = 0  # searches waiting for a re-check now
+        self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0,
+                        "from_window": 0, "asked_ahead": 0}
 
     async def verify(self, user: str, hits: Sequence[HasDocKey]) -> Verification:
         refs = [_ref(user, hit.doc_key) for hit in hits]
@@ -102,33 +130,135 @@ class Verifier:
         return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
 
     async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
+        if not refs:  # a search that found nothing has nothing to ask
+            return {}
+        window = self._current_window()
+        if self._waiting >= self.crowd:
+            self._busy_until = time.monotonic() + self.busy_seconds
+        if window <= 0:  # every hit asked at search time, inside the search (ADR 0010)
+            return await self._asked(user, refs, None)
+        if not self.busy():
+            # Nextcloud answers promptly: every hit is asked now, as without a window; a kept verdict
+            # stands in only for a hit Nextcloud did not answer about within the search's bound.
+            verdicts = await self._asked(user, refs, window)
+            unanswered = [key for key, verdict in verdicts.items() if verdict is None]
+            fallback = {key: verdict for key, (verdict, _) in self.recent.fresh(user, unanswered, window).items()}
+            self.metrics["from_window"] += len(fallback)
+            return {**verdicts, **fallback}
+        # Nextcloud is busy: hits it confirmed (or denied) as this user within the window are served on that
+        # verdict; the rest are asked in one request, shared with any search of the user already asking.
+        known = self.recent.fresh(user, (ref.key for ref in refs), window)
+        missing = [ref for ref in refs if ref.key not in known]
+        if not missing:
+            self._ask_ahead(user, window)
+            self.metrics["from_window"] += len(known)
+            return {key: verdict for key, (verdict, _) in known.items()}
+        verdicts = await self._asked(user, missing, window)
+        # Still within the window after that wait (or answered again meanwhile)? Otherwise not re-checked.
+        still = self.recent.fresh(user, known, window)
+        self.metrics["from_window"] += len(still)
+        return {**dict.fromkeys(known), **{key: verdict for key, (verdict, _) in still.items()}, **verdicts}
+
+    def busy(self) -> bool:
+        """Whether searches lately queued for re-checks, or one went unanswered (ADR 0780)."""
+        return time.monotonic() < self._busy_until
+
+    async def _asked(self, user: str, refs: list[DocRef], window: float | None) -> dict[str, bool | None]:
+        """Verdicts from Nextcloud within the search's bound; with a window, the question outlives the search
+        (its answer fills the window for the next ones)."""
         # While checks are paused, or another search is probing whether Nextcloud answers again, skip.
         if time.monotonic() < self._skip_until or (self._probing and self._probe_in_flight):
             self.metrics["short_circuited_searches"] += 1
+            if window is not None:
+                self._ask(user, refs, window)
             return dict.fromkeys((ref.key for ref in refs), None)
-        by_type: dict[str, list[str]] = {}
-        for ref in refs:
-            by_type.setdefault(ref.doc_type, []).append(ref.source_id)
         probe = self._probing
         timeout = min(self.timeout, self.probe_timeout) if probe else self.timeout
         self._probe_in_flight = self._probe_in_flight or probe
+        self._waiting += 1
         try:
-            companion = await self._through_companion(user, by_type, timeout)
-            verdicts: dict[str, bool | None] = companion if companion is not None else {}
-            if companion is None:
-                checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
-                for part in await asyncio.gather(*checks):
-                    verdicts.update(part)
+            if window is None:
+                verdicts = await self._request(user, refs, timeout)
+            else:
+                verdicts = await _within(self._ask(user, refs, window), timeout)
         finally:
+            self._waiting -= 1
             if probe:
                 self._probe_in_flight = False
         if None not in verdicts.values():
             self._probing = False
-        elif time.monotonic() >= self._skip_until:
+            return verdicts
+        self._busy_until = time.monotonic() + self.busy_seconds
+        if time.monotonic() >= self._skip_until:
             self._skip_until = time.monotonic() + self.short_circuit_seconds
             self._probing = True
             log.warning("Nextcloud did not answer a re-check within %gs; skipping re-checks for %gs (own results are "
                         "served unchecked, shared ones withheld)", timeout, self.short_circuit_seconds)
+        return verdicts
+
+    def _ask(self, user: str, refs: list[DocRef], window: float) -> dict[str, asyncio.Task]:
+        """The request answering each of ``refs``: one already under way for the item, or a new one that
+        also carries the user's known items due to be asked again (one request, not one per search)."""
+        new = [ref for ref in refs if (user, ref.key) not in self._in_flight]
+        if new:
+            keys = {ref.key for ref in new}
+            ahead = [key for key in self.recent.due(user, window, MAX_ITEMS)
+                     if key not in keys and (user, key) not in self._in_flight][:max(0, MAX_ITEMS - len(new))]
+            self._start(user, new + [_ref(user, key) for key in ahead], window)
+        return {ref.key: self._in_flight[(user, ref.key)] for ref in refs}
+
+    def ask_ahead(self, user: str) -> None:
+        """Any request of ``user``: ask again now, in the background, their known items that are due."""
+        window = self._current_window()
+        if window > 0 and self.busy():  # at a quiet time every search asks anyway
+            self._ask_ahead(user, window)
+
+    def _current_window(self) -> float:
+        window = self._window()
+        if window != self._last_window:  # a changed window trusts no verdict given under the old one
+            self._last_window = window
+            self.recent.expire()
+        return window
+
+    def _ask_ahead(self, user: str, window: float) -> None:
+        """Ask again, in the background, the user's known items whose verdict is half the window old."""
+        due = [key for key in self.recent.due(user, window, MAX_ITEMS) if (user, key) not in self._in_flight]
+        if due:
+            self.metrics["asked_ahead"] += len(due)
+            self._start(user, [_ref(user, key) for key in due], window)
+
+    def _start(self, user: str, refs: list[DocRef], window: float) -> None:
+        task = asyncio.create_task(self._fill(user, refs, max(self.timeout, min(window, 30.0))))
+        for ref in refs:
+            self._in_flight[(user, ref.key)] = task
+
+        def landed(_: asyncio.Task) -> None:
+            for ref in refs:
+                if self._in_flight.get((user, ref.key)) is task:
+                    del self._in_flight[(user, ref.key)]
+        task.add_done_callback(landed)
+
+    async def _fill(self, user: str, refs: list[DocRef], bound: float) -> dict[str, bool | None]:
+        asked_at = self.recent.clock()
+        try:
+            verdicts = await self._request(user, refs, bound)
+        except Exception:  # noqa: BLE001 - a question nobody waits for must not die unseen; "could not say"
+            log.exception("A re-check for %s failed", user)
+            verdicts = dict.fromkeys((ref.key for ref in refs), None)
+        self.recent.record(user, verdicts, asked_at)
+        return verdicts
+
+    async def _request(self, user: str, refs: list[DocRef], timeout: float) -> dict[str, bool | None]:
+        """One question to Nextcloud about ``refs``: through the companion, else each source's own checks."""
+        by_type: dict[str, list[str]] = {}
+        for ref in refs:
+            by_type.setdefault(ref.doc_type, []).append(ref.source_id)
+        verdicts = await self._through_companion(user, by_type, timeout)
+        if verdicts is None:
+            verdicts = {}
+            checks = (self._check(user, doc_type, ids, timeout) for doc_type, ids in by_type.items())
+            for part in await asyncio.gather(*checks):
+                verdicts.update(part)
         return verdicts
 
     async def _through_companion(
@@ -152,6 +282,13 @@ class Verifier:
             return {f"{doc_type}:{i}": False for i in source_ids}
         result = await source.readable(self.nc, user, source_ids, slots=self._semaphore, timeout=timeout)
         return {f"{doc_type}:{i}": result.get(i) for i in source_ids}
+
+
+async def _within(requests: dict[str, asyncio.Task], timeout: float) -> dict[str, bool | None]:
+    """Each key's verdict from its request if that answered within ``timeout`` (None otherwise); the
+    requests go on either way."""
+    done, _ = await asyncio.wait(set(requests.values()), timeout=timeout)
+    return {key: task.result().get(key) if task in done else None for key, task in requests.items()}
 
 
 def _owner(hit: object) -> str | None:
