@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import secrets
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", ROOT / "tests" / "security"):
@@ -35,6 +39,7 @@ for _path in (ROOT / "lib", ROOT, ROOT / "tests" / "support", ROOT / "tests" / "
         sys.path.insert(0, str(_path))
 
 import hostile  # noqa: E402
+from harness import McpHarness  # noqa: E402
 from stack import Stack  # noqa: E402
 
 ALICE, BOB = "alice", "bob"
@@ -69,24 +74,54 @@ async def measure(stack: Stack, note_id: int, rounds: int) -> tuple[list[float],
     return delays, reads
 
 
-async def hammer(stack: Stack, ids: list[int], paths: list[str], kind: str, stop: asyncio.Event,
-                 calls: list[float]) -> None:
-    n = 0
-    while not stop.is_set():
-        index = n % len(ids)
-        if kind != "same":
-            stack.fake.put_file(BOB, paths[index], hostile.slow_docx() + secrets.token_bytes(8))
-        if kind == "uploads-only":  # no read at all: what his uploads alone cost her
+class Attacker(McpHarness):
+    """Bob's own clients, in a process of their own as on his own machine: their CPU is not the
+    victim's client's (the bench's process also runs alice's client and the fake Nextcloud)."""
+
+    def __init__(self, url: str, password: str) -> None:
+        self.url, self.password, self.exapp = url, password, None
+
+    @property
+    def nextcloud_url(self) -> str:  # type: ignore[override]
+        return self.url
+
+    def app_password(self, user: str) -> str:
+        return self.password
+
+
+async def _hammer(attacker: Attacker, ids: list[int], paths: list[str], kind: str, stop: Any,
+                  calls: list[float], first: int) -> None:
+    n, body = first, hostile.slow_docx()
+    async with httpx.AsyncClient(auth=(BOB, attacker.password), timeout=60) as dav:
+        while not stop.is_set():
+            index = n % len(ids)
+            if kind != "same":  # a new version through WebDAV, as his sync client writes it
+                await dav.put(f"{attacker.url}/remote.php/dav/files/{BOB}{paths[index]}",
+                              content=body + secrets.token_bytes(8))
+            if kind == "uploads-only":  # no read at all: what his uploads alone cost her
+                n += 1
+                await asyncio.sleep(15)
+                continue
+            started = time.monotonic()
+            try:
+                await attacker.call(BOB, "nc_get_document", {"id": f"file:{ids[index]}"})  # refused or not: a call
+            except Exception:  # noqa: BLE001 - his request quota (429): he keeps trying
+                await asyncio.sleep(0.1)
+            calls.append(time.monotonic() - started)
             n += 1
-            await asyncio.sleep(15)
-            continue
-        started = time.monotonic()
-        try:
-            await stack.call(BOB, "nc_get_document", {"id": f"file:{ids[index]}"})  # refused or not: a call
-        except Exception:  # noqa: BLE001 - his request quota (429): he keeps trying
-            await asyncio.sleep(0.1)
-        calls.append(time.monotonic() - started)
-        n += 1
+
+
+def attack(url: str, password: str, ids: list[int], paths: list[str], kind: str, callers: int, stop: Any,
+           results: Any) -> None:
+    """The attacker's process: ``callers`` clients until ``stop``; his call times go to ``results``."""
+    calls: list[float] = []
+
+    async def all_callers() -> None:
+        attacker = Attacker(url, password)
+        await asyncio.gather(*(_hammer(attacker, ids, paths, kind, stop, calls, first) for first in range(callers)))
+
+    asyncio.run(all_callers())
+    results.put(calls)
 
 
 def summary(values: list[float]) -> str:
@@ -100,20 +135,23 @@ async def run(stack: Stack, args: argparse.Namespace) -> None:
     for user in (ALICE, BOB):
         await stack.wait_idle(user, timeout=900)  # bob's files tried by indexing and given up
     idle = await measure(stack, note_id, args.rounds)
-    print(f"idle          note indexed: {summary(idle[0])}; her read: {summary(idle[1])}")
+    print(f"idle          note indexed: {summary(idle[0])}; her read: {summary(idle[1])}", flush=True)
     for kind in args.kinds.split(","):
-        stop, calls = asyncio.Event(), []
-        hammers = [asyncio.create_task(hammer(stack, ids, paths, kind, stop, calls))
-                   for _ in range(args.callers)]
-        await asyncio.sleep(2)
+        spawn = multiprocessing.get_context("spawn")
+        stop, results = spawn.Event(), spawn.Queue()
+        bob = spawn.Process(target=attack, args=(stack.fake.url, stack.app_password(BOB), ids, paths, kind,
+                                                 args.callers, stop, results))
+        bob.start()
+        await asyncio.sleep(5)  # his process started and calling
         loaded = await measure(stack, note_id, args.rounds)
         stop.set()
-        await asyncio.gather(*hammers, return_exceptions=True)
+        calls = await asyncio.to_thread(results.get)
+        bob.join()
         ratio = (statistics.median(loaded[0]) / statistics.median(idle[0]),
                  statistics.median(loaded[1]) / statistics.median(idle[1]))
         print(f"{kind:<13} note indexed: {summary(loaded[0])}; her read: {summary(loaded[1])}; "
               f"{len(calls)} reads by bob ({summary(calls or [0.0])}); median ratios to idle: note {ratio[0]:.2f}x, "
-              f"read {ratio[1]:.2f}x")
+              f"read {ratio[1]:.2f}x", flush=True)
         await stack.wait_idle(BOB, timeout=900)
 
 
