@@ -14,6 +14,7 @@ import pytest
 from semantic_mcp.core.documents import SourceDocument
 from semantic_mcp.indexing import pipeline
 from semantic_mcp.indexing.pipeline import Pipeline
+from semantic_mcp.workers import parser_process
 
 
 def task(user: str, source_id: str) -> Any:
@@ -62,3 +63,17 @@ async def test_her_note_queued_while_his_slow_file_is_carried_is_claimed_at_once
     assert [t.ref.user for t in batch.tasks] == ["alice"]
     his_parse_ends.set()
     assert [t.ref.user for t in (await asyncio.wait_for(indexer._fetch_batch("main"), 10)).tasks] == ["bob"]
+
+
+async def test_a_heavy_users_fetch_is_not_waited_for_at_all(queued: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bob, whose parse overran its bound lately (parser_process.HEAVY): the batch goes on with her note
+    as soon as it is fetched, without even the short wait for a stalled fetch."""
+    indexer, queue, his_parse_ends = queued
+    monkeypatch.setattr(pipeline, "QUIET_FETCH_SECONDS", 120.0)
+    heavy = parser_process.HeavyOwners()
+    heavy.mark("bob")
+    monkeypatch.setattr(parser_process, "HEAVY", heavy)
+    queue.extend([task("bob", "1"), task("alice", "2")])
+    batch = await asyncio.wait_for(indexer._fetch_batch("main"), 10)
+    assert [t.ref.user for t in batch.tasks] == ["alice"]
+    his_parse_ends.set()

@@ -28,6 +28,7 @@ from ..nextcloud.client import CredentialsRefused, NextcloudClient, NotFound, Tr
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
 from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
+from ..workers import parser_process
 from ..workers.parser_process import ParserFailed, parse_owner, run_parser
 from ..stores.vectors import ChunkRecord, VectorStore
 from .records import chunk_batch
@@ -406,8 +407,9 @@ class Pipeline:
             while True:  # until all are fetched, or some are and the rest are slow (or stalled)
                 done = [pair for pair in pending if pair[1].done()]
                 now = time.monotonic()
-                if done and (len(done) == len(pending) or now - started >= SLOW_FETCH_SECONDS
-                             or now - last_finished >= QUIET_FETCH_SECONDS):
+                waiting = [task.ref.user for task, future in pending if not future.done()]
+                if done and (now - started >= SLOW_FETCH_SECONDS or now - last_finished >= QUIET_FETCH_SECONDS
+                             or all(user in parser_process.HEAVY for user in waiting)):  # not waited for at all
                     break
                 # A wake-up (new work: another user's edited note) is claimed at once (issue 36).
                 self._wake[lane].clear()
