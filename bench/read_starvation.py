@@ -5,13 +5,15 @@ The stack of tests/support/stack.py (the fake Nextcloud and the real ExApp proce
 at ``--bound`` seconds, two of them as deployed). Bob owns ``--files`` DOCX files of 400,000 paragraphs
 each (tests/security/hostile.py: each costs a parser its whole bound) and calls ``nc_get_document`` on
 them from ``--callers`` concurrent clients, without pause, far above the twice a minute of the review.
+His clients run in a process of their own, as on his own machine (in the bench's process they took
+the CPU of her client and of the fake Nextcloud, which that process also runs).
 Alice, meanwhile, edits a note (a new unique word each round) and reads a new small text file. Measured
 per round: the note's indexing delay (from the edit until a search for the word finds it, polled every
 0.2 s) and her read's time (the tool call), idle first, then under the hammering.
 
 Two kinds of hammering: ``same`` (bob reads his files again and again, the review's case) and
-``new-versions`` (he writes a new version of a file before each read, so that no read can be refused
-from memory: every read costs the bound; his uploads also reach indexing, whose own turns between
+``new-versions`` (he writes a new version of a file through WebDAV before each read, so that no read
+can be refused from memory: every read costs the bound, until his parse budget refuses him; his uploads also reach indexing, whose own turns between
 users (ADR 0015) then decide her delay), and ``uploads-only`` (the same uploads, one every 15 s from
 each client, and no read: what indexing his uploads costs her without the reading tool).
 
