@@ -52,3 +52,15 @@ async def test_a_parse_that_fails_otherwise_does_not_make_him_heavy(heavy: Clock
     with pytest.raises(ValueError):
         await run_parser("builtins:int", "not a number")
     assert await niceness("bob") == await niceness("alice")
+
+
+async def test_a_heavy_users_reads_yield_too_and_everyone_elses_read_at_full_priority(heavy: Clock) -> None:
+    """Reads run at indexing's priority (a nice read worker waited behind the attacker's requests);
+    a heavy user's read parses go to the heavy lane."""
+    async def read_niceness(owner: str) -> int:
+        parse_owner.set(owner)
+        return await run_parser("os:nice", 0, lane="read")
+
+    assert await read_niceness("alice") == await niceness("alice")
+    parser_process.HEAVY.mark("bob")
+    assert await read_niceness("bob") > await read_niceness("alice")

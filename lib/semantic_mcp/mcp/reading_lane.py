@@ -4,8 +4,9 @@ A read used to parse the file again on every call and every page, in the parser 
 uses, with no bound per user: one user calling it twice a minute on a slow file kept another user's
 edited note out of the index for minutes. Now:
 
-* **its own workers**: every parse a read causes runs in the ``read`` parser lane (two workers at a
-  lower CPU priority, ``parser_process.pool``), never in indexing's;
+* **its own workers**: every parse a read causes runs in the ``read`` parser lane (two workers,
+  ``parser_process.pool``), never in indexing's; a user whose parse ran out of its whole bound parses
+  in the ``heavy`` lane instead (one worker at a lower CPU priority, ``parser_process.HEAVY``);
 * **one parse at a time per user**: a user's reads wait for his own earlier ones, not anyone else's;
   so one user holds at most one of the lane's workers;
 * **remembered by item and version**: what a read extracted is kept for the next page and the next
@@ -97,12 +98,13 @@ class ReadingLane:
         slot = self._slots.setdefault(user, asyncio.Semaphore(PER_USER_PARSES))
         async with slot:
             self._check_budget(user)
-            lane = parser_process.default_lane.set("read")
+            lane, owner = parser_process.default_lane.set("read"), parser_process.parse_owner.set(user)
             started = self._clock()
             try:
                 yield
             finally:
                 parser_process.default_lane.reset(lane)
+                parser_process.parse_owner.reset(owner)
                 ended = self._clock()
                 with self._lock:
                     self._spent.setdefault(user, []).append((ended, ended - started))

@@ -220,7 +220,7 @@ def pool(lane: str = "main") -> ParserPool:
         if lane not in _pools:
             lane_settings: dict[str, Any] = {
                 "main": {"prepare": MAIN_LANE_PREPARES},
-                "read": {"size": READ_LANE_WORKERS, "prepare": ("semantic_mcp.workers.parser_process:lower_priority",)},
+                "read": {"size": READ_LANE_WORKERS},  # at indexing's priority: a read waits for no one's requests
                 "heavy": {"size": 1, "prepare": ("semantic_mcp.workers.parser_process:lower_priority",)},
             }.get(lane, {"size": 1})
             _pools[lane] = ParserPool(**{**_settings, **lane_settings})
@@ -238,8 +238,8 @@ default_lane: contextvars.ContextVar[str] = contextvars.ContextVar("parser_lane"
 
 
 class HeavyOwners:
-    """Users one of whose indexing parses ran out of its whole time bound lately (issue 36: a user who
-    uploads new versions of his slowest file again and again). Their parses go to the ``heavy`` lane,
+    """Users one of whose parses (indexing's or a read's) ran out of its whole time bound lately (issue 36:
+    a user who uploads new versions of his slowest file again and again). Their parses go to the ``heavy`` lane,
     one worker at a lower CPU priority, so that the main lane's workers and the CPU stay with everyone
     else's edits: another user's note is parsed, chunked and embedded first."""
 
@@ -262,15 +262,15 @@ HEAVY = HeavyOwners()
 
 
 async def run_parser(function: str, *args: Any, lane: str | None = None, timeout: float | None = None) -> Any:
-    """Run a parser in the app's bounded worker processes (see :class:`ParserPool`); an indexing parse
-    of a user in :data:`HEAVY` runs in the ``heavy`` lane."""
+    """Run a parser in the app's bounded worker processes (see :class:`ParserPool`); an indexing or
+    reading parse of a user in :data:`HEAVY` runs in the ``heavy`` lane."""
     lane, owner = lane or default_lane.get(), parse_owner.get()
-    if lane == "main" and owner and owner in HEAVY:
+    if lane in ("main", "read") and owner and owner in HEAVY:
         lane = "heavy"
     try:
         return await pool(lane).run(function, *args, timeout=timeout)
     except ParserFailed as exc:
-        if lane in ("main", "heavy") and owner and exc.overran:
+        if lane in ("main", "read", "heavy") and owner and exc.overran:
             HEAVY.mark(owner)
         raise
 
