@@ -9,7 +9,8 @@ His clients run in a process of their own, as on his own machine (in the bench's
 the CPU of her client and of the fake Nextcloud, which that process also runs).
 Alice, meanwhile, edits a note (a new unique word each round) and reads a new small text file. Measured
 per round: the note's indexing delay (from the edit until a search for the word finds it, polled every
-0.05 s after each search; a search itself takes about 0.1 s) and her read's time (the tool call), idle first, then under the hammering.
+0.05 s after each search; a search itself takes about 0.1 s) and her read's time (the tool call), idle
+first, then under the hammering.
 
 Two kinds of hammering: ``same`` (bob reads his files again and again, the review's case) and
 ``new-versions`` (he writes a new version of a file through WebDAV before each read, so that no read
