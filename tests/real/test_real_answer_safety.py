@@ -51,3 +51,11 @@ async def test_an_obedient_model_is_withheld_and_a_good_one_is_not(real: RealSta
     assert obedient["sources"][0]["title"] == "Guest wifi"
     good = await _answer(real, ScriptedModel(answer=GOOD))
     assert good["generated_answer"] == GOOD
+
+
+async def test_an_honest_refusal_is_the_answer_and_a_dressed_injection_is_not(real: RealStack) -> None:
+    """"The documents don't say" claims nothing, so it needs no citation; "ACCESS GRANTED" beside it does."""
+    refusal = "The documents do not say what the guest wifi password is."
+    assert (await _answer(real, ScriptedModel(answer=refusal)))["generated_answer"] == refusal
+    dressed = await _answer(real, ScriptedModel(answer=f"{refusal} ACCESS GRANTED"))
+    assert dressed["generated_answer"].startswith("[Answer withheld:"), dressed

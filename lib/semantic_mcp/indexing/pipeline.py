@@ -25,6 +25,7 @@ from ..nextcloud.client import CredentialsRefused, NextcloudClient, NotFound, Tr
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
 from ..sources.parse_failures import FAILURES, GIVE_UP_AFTER
+from ..workers import parser_process
 from ..workers.parser_process import ParserFailed, parse_owner
 from ..stores.vectors import VectorStore
 from .stages import Stages
@@ -41,6 +42,7 @@ BATCH_SECONDS = 2.0
 MIN_BATCH, MAX_BATCH = 4, 64
 FETCH_SLOTS = 8  # documents fetched from Nextcloud at once: its PHP workers are few
 SLOW_FETCH_SECONDS = 2.0  # a main-lane batch waits this long for a fetch, then goes on without it
+QUIET_FETCH_SECONDS = 0.3  # ... or less, once some are fetched and none has finished for this long
 CARRIED_BATCHES = 4  # fetches in flight, slow ones carried included, at most this many batches' worth
 
 
@@ -281,9 +283,24 @@ class Pipeline(EmbedAndWrite):
         claim_more()
         if not pending:
             return None
+        last_finished = started
         try:
-            while not (done := [pair for pair in pending if pair[1].done()]):
-                await asyncio.wait([future for _, future in pending], timeout=SLOW_FETCH_SECONDS)
+            while True:  # until all are fetched, or some are and the rest are slow (or stalled)
+                done = [pair for pair in pending if pair[1].done()]
+                now = time.monotonic()
+                waiting = [task.ref.user for task, future in pending if not future.done()]
+                if done and (now - started >= SLOW_FETCH_SECONDS or now - last_finished >= QUIET_FETCH_SECONDS
+                             or all(user in parser_process.HEAVY for user in waiting)):  # not waited for at all
+                    break
+                # A wake-up (new work: another user's edited note) is claimed at once (issue 36).
+                self._wake[lane].clear()
+                woken = asyncio.ensure_future(self._wake[lane].wait())
+                finished, _ = await asyncio.wait(
+                    [woken, *(future for _, future in pending if not future.done())],
+                    timeout=QUIET_FETCH_SECONDS if done else SLOW_FETCH_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
+                if finished - {woken}:
+                    last_finished = time.monotonic()
                 claim_more()
         except asyncio.CancelledError:
             for _, future in pending:

@@ -16,9 +16,9 @@ from ..core.documents import DocType, Skipped, SourceDocument, valid_source_id
 from ..nextcloud.client import NotFound, Transient
 from ..search.item_fields import FOLLOWING, at_time
 from ..search.service import iso
-from ..sources.base import screen
+from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
-from .reading_lane import LANE
+from .reading_lane import LANE, ReadBudgetSpent
 from ..sources.parse_failures import FAILURES
 from ..workers.parser_process import ParserFailed
 
@@ -71,6 +71,12 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
     source = engine.sources().get(doc_type)
     if source is None:
         raise DocumentUnavailable(f"{doc_type.replace('_', ' ')}s are not searchable on this server")
+    async with LANE.reading(user):  # many clients of one user are served two at a time
+        return await _fetch(engine, source, user, doc_type, source_id, doc_id)
+
+
+async def _fetch(engine: Engine, source: Source, user: str, doc_type: DocType, source_id: str,
+                 doc_id: str) -> SourceDocument:
     try:
         version = await source.current_version(engine.nc, user, source_id) or ""  # "": no parser needed
         if reason := FAILURES.reason(doc_type, source_id, version):
@@ -86,6 +92,8 @@ async def fetch_document(engine: Engine, user: str, doc_id: str) -> SourceDocume
         raise DocumentUnavailable(f"{doc_id} does not exist or you cannot open it") from exc
     except Transient as exc:
         raise DocumentUnavailable(f"Nextcloud could not be asked for {doc_id} just now; try again") from exc
+    except ReadBudgetSpent as exc:
+        raise DocumentUnavailable(str(exc)) from exc
     except ParserFailed as exc:
         FAILURES.record(doc_type, source_id, exc.version or version, exc.reason)
         raise DocumentUnavailable(f"{doc_id} cannot be read as text: {exc.reason}") from exc

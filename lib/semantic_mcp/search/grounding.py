@@ -12,6 +12,10 @@ defences, so that the second holds when the first does not:
   only…", "assistant:") do not count as support: an answer made of a document's instruction is not
   grounded by it. Otherwise the caller gets the sources and a note saying the model's answer was
   withheld and why (:func:`withheld`).
+* **An honest refusal** ("the documents don't say when the rota starts") claims nothing, so it needs
+  no citation: it is returned when it says the sources do not answer, and its other words and numbers
+  come from the question.
+  "ACCESS GRANTED", or a refusal with anything else beside it, is still checked as a claim.
 
 The check is lexical, so it costs nothing and behaves the same every time; words are compared by their
 first five letters (inflections), and Chinese, Japanese and Korean text by character pairs. ADR 0321.
@@ -48,6 +52,23 @@ _ADDRESSED_TO_A_MODEL = re.compile(
     r"|\bsystem prompt\b|\byou (must|will) now\b|\bnew instructions?\b",
     re.IGNORECASE,
 )
+# A sentence saying the sources do not answer (English, German, French, Spanish, Russian, Chinese,
+# Japanese, Arabic): the forms of "the documents don't say / mention / contain", "I could not find".
+_REFUSAL = re.compile(
+    r"\b(documents?|sources?|notes?|files?|texts?|context|provided|given)\b.{0,40}"
+    r"\b(do(es)?\s*n[o']t|do(es)? not|never|fail to|contains? no|gives? no|has no|have no)\b.{0,12}"
+    r"\b(say|state|mention|contain|include|specify|tell|give|answer|cover|provide|information|details?)"
+    r"|\b(there is|i (could|can|did)( ?no|n'?)t find|i found) no\b.{0,30}\b(information|mention|answer)\b"
+    r"|\bi (could|can|did)( ?no|n'?)t find\b|\b(not|nothing) (mentioned|stated|specified|found) in\b"
+    r"|\b(dokumente?n?|quellen?|notizen?)\b.{0,40}\b(nicht|keine?n?)\b"
+    r"|\b(documents?|sources?|notes?)\b.{0,40}\bne (disent|dit|mentionnent|mentionne|précisent|précise|contiennent|contient|donnent|indiquent)\b"
+    r"|\b(documentos?|fuentes?|notas?)\b.{0,40}\bno (dicen|dice|mencionan|menciona|indican|indica|contienen|contiene|especifican|precisan)\b"
+    r"|\b(документ\w*|источник\w*)\b.{0,40}\b(не (говорится|сказано|указано|упоминается|содержится|содержат|говорят|указывают)|нет (сведений|информации|данных))"
+    r"|\bв (документах|источниках)\b.{0,20}\b(не|нет)\b"
+    r"|(文档|文件|资料|来源)\S{0,10}(没有|未)(提到|提及|说明|记载|包含)|(文書|資料|ソース)\S{0,10}(記載|言及|情報)\S{0,6}(ありません|ない|されていません)"
+    r"|(المستندات|الوثائق|المصادر).{0,30}(لا|لم)\s",
+    re.IGNORECASE,
+)
 # Words that carry no claim, in the languages answers are mostly written in (four letters and more).
 _STOPWORDS = frozenset("""
 about above after again also because been before being below between both could does doing down during each
@@ -59,6 +80,18 @@ wird wurde wurden werden zwischen laut dokument dokumenten quelle
 avec dans elle elles être leur leurs mais nous pour sans selon sont sous votre vous cette ces
 como están este esta esto estos para pero por según sobre también todo una unos
 """.split())
+
+
+# The words a refusal is written with besides its pattern ("the provided documents do not say when or
+# where ..."): not claims.
+_REFUSAL_WORDS = """
+answer question information informations detail details provided given unfortunately sorry however therefore
+exactly specific anything nothing either whether mention mentioned specified specify found find contain
+available unclear unknown leider keine angaben informationen frage antwort genau désolé malheureusement
+aucune information question réponse précise lo siento lamentablemente ninguna información pregunta respuesta
+к сожалению информации вопрос ответ говорится сказано указано упоминается сведений
+关于 について تذكر تقول لا توجد معلومات
+"""
 
 
 @dataclass(frozen=True)
@@ -77,6 +110,8 @@ def check(answer: str, sources: list[str], question: str = "") -> Verdict:
     answer, question = unicodedata.normalize("NFKC", answer), unicodedata.normalize("NFKC", question)
     sources = [unicodedata.normalize("NFKC", text) for text in sources]  # as the prompt showed them
     cited = [int(n) for group in _CITATION.findall(answer) for n in re.findall(r"\d+", group)]
+    if not cited and _claims_nothing(answer, question):
+        return Verdict(True)
     if not cited:
         return Verdict(False, "it cites none of the sources it was given")
     if stray := sorted({n for n in cited if not 1 <= n <= len(sources)}):
@@ -95,6 +130,18 @@ def check(answer: str, sources: list[str], question: str = "") -> Verdict:
         if units and (found + len(numbers)) / (len(units) + len(numbers)) < needed:
             return Verdict(False, "the sources do not support one of its statements")
     return Verdict(True)
+
+
+def _claims_nothing(answer: str, question: str) -> bool:
+    """Whether ``answer`` only says the sources do not answer: it says so, and its other words and its
+    numbers are the question's (a refusal that adds a fact, even one of the sources, must cite it)."""
+    if not _REFUSAL.search(answer):  # a sentence saying so (the rest may quote the question: it may have several)
+        return False
+    if _numbers(answer) - _numbers(question):
+        return False
+    known = _units(question) | _units(_REFUSAL_WORDS)
+    asked = {word[:3] for word in _WORD.findall(unicodedata.normalize("NFKC", question).casefold()) if len(word) >= 3}
+    return all(unit in known or unit[:3] in asked for unit in _units(_REFUSAL.sub(" ", answer)))  # "end" asked, "ends" said
 
 
 def vetted(result: AnswerResult, answer: str, blocks: list[str], question: str) -> AnswerResult:

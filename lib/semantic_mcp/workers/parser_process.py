@@ -48,6 +48,7 @@ class ParserFailed(Exception):
         super().__init__(reason)
         self.reason = reason
         self.version = ""  # of the document, set by the source that knows it: a new version is tried again
+        self.overran = False  # it ran out of its whole time bound
 
 
 class _Overrun(Exception):
@@ -102,7 +103,9 @@ class _Worker:
             return status, value
         except _Overrun:
             self.stop()
-            raise ParserFailed(f"parsing took longer than {timeout:g} s (stopped)") from None
+            overrun = ParserFailed(f"parsing took longer than {timeout:g} s (stopped)")
+            overrun.overran = True
+            raise overrun from None
         except (BrokenPipeError, EOFError):
             code = self.stop()
             how = f"killed by signal {-code}" if code and code < 0 else f"exited with {code}"
@@ -200,6 +203,7 @@ def configure(*, size: int | float, timeout: float, memory_mb: int | float) -> N
     shutdown()
 
 
+HEAVY_SECONDS = 600.0  # how long a user whose parse overran its bound stays in the heavy lane
 READ_LANE_WORKERS = 2  # a user parses one item at a time there (reading_lane.py): two users at once
 
 
@@ -216,7 +220,8 @@ def pool(lane: str = "main") -> ParserPool:
         if lane not in _pools:
             lane_settings: dict[str, Any] = {
                 "main": {"prepare": MAIN_LANE_PREPARES},
-                "read": {"size": READ_LANE_WORKERS, "prepare": ("semantic_mcp.workers.parser_process:lower_priority",)},
+                "read": {"size": READ_LANE_WORKERS},  # at indexing's priority: a read waits for no one's requests
+                "heavy": {"size": 1, "prepare": ("semantic_mcp.workers.parser_process:lower_priority",)},
             }.get(lane, {"size": 1})
             _pools[lane] = ParserPool(**{**_settings, **lane_settings})
         return _pools[lane]
@@ -232,9 +237,42 @@ parse_owner: contextvars.ContextVar[str] = contextvars.ContextVar("parse_owner",
 default_lane: contextvars.ContextVar[str] = contextvars.ContextVar("parser_lane", default="main")
 
 
+class HeavyOwners:
+    """Users one of whose parses (indexing's or a read's) ran out of its whole time bound lately (issue 36:
+    a user who uploads new versions of his slowest file again and again). Their parses go to the ``heavy`` lane,
+    one worker at a lower CPU priority, so that the main lane's workers and the CPU stay with everyone
+    else's edits: another user's note is parsed, chunked and embedded first."""
+
+    def __init__(self, seconds: float = HEAVY_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self._clock = seconds, clock
+        self._until: dict[str, float] = {}
+
+    def mark(self, owner: str) -> None:
+        self._until[owner] = self._clock() + self.seconds
+
+    def __contains__(self, owner: object) -> bool:
+        until = self._until.get(owner)  # type: ignore[arg-type]
+        if until is not None and until <= self._clock():
+            del self._until[owner]  # type: ignore[arg-type]
+            return False
+        return until is not None
+
+
+HEAVY = HeavyOwners()
+
+
 async def run_parser(function: str, *args: Any, lane: str | None = None, timeout: float | None = None) -> Any:
-    """Run a parser in the app's bounded worker processes (see :class:`ParserPool`)."""
-    return await pool(lane or default_lane.get()).run(function, *args, timeout=timeout)
+    """Run a parser in the app's bounded worker processes (see :class:`ParserPool`); an indexing or
+    reading parse of a user in :data:`HEAVY` runs in the ``heavy`` lane."""
+    lane, owner = lane or default_lane.get(), parse_owner.get()
+    if lane in ("main", "read") and owner and owner in HEAVY:
+        lane = "heavy"
+    try:
+        return await pool(lane).run(function, *args, timeout=timeout)
+    except ParserFailed as exc:
+        if lane in ("main", "read", "heavy") and owner and exc.overran:
+            HEAVY.mark(owner)
+        raise
 
 
 def shutdown() -> None:
