@@ -17,18 +17,18 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from fake_nextcloud_support import RECORDED_34, WIRE, hrefs, shape
+from fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
 from semantic_mcp.core.documents import DocRef
 from semantic_mcp.indexing.pipeline import Pipeline
 from semantic_mcp.indexing.reconcile import reconcile_source
 from semantic_mcp.indexing.state import IndexState
-from semantic_mcp.stores.keyword import KeywordIndex
 from semantic_mcp.nextcloud.client import NextcloudClient
 from semantic_mcp.sources import make_sources
+from semantic_mcp.stores.keyword import KeywordIndex
 from semantic_mcp.stores.vectors import VectorStore
 
 from fake_nextcloud import FakeNextcloud
-from fixtures_fake_nextcloud import fake_nc  # noqa: F401  (fixture)
-from test_fake_nextcloud import RECORDED_34, WIRE, hrefs, shape
 
 USER, ITEMS = "carol", 6
 EVENT = """BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20261120T100000Z\r

@@ -14,14 +14,13 @@ import unicodedata
 import pytest
 from pytest_httpx import HTTPXMock
 from scripted_model import ScriptedModel
-from stack import Stack
-from test_search_tools import answer
-from test_sources import NOTES, nc, recording, search_answer, serve_search  # noqa: F401 (nc: fixture)
-
 from semantic_mcp.core.documents import SourceDocument
 from semantic_mcp.nextcloud.client import NextcloudClient
 from semantic_mcp.search import answer_filter, prompts
 from semantic_mcp.sources.notes import NotesSource
+from sources_support import NOTES, nc, recording, search_answer, serve_search  # noqa: F401 (nc: fixture)
+from stack import Stack
+from test_search_tools import answer
 
 # --- a writable shared note is not the recipient's own ---------------------------------------------
 
