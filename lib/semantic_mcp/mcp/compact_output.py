@@ -1,4 +1,4 @@
-"""Tool output sized for a client's model, which pays tokens for what it reads (issue 35, item 4, ADR 0300):
+"""Tool output sized for a client's model, which pays tokens for what it reads (issue 35, item 4, ADR 0301):
 a result's text as compact JSON without nulls or debug fields, and lean schemas in tools/list.
 
 The SDK renders a tool's structured output into the text block with ``indent=2`` and every null field.
