@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Container, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -91,6 +91,30 @@ def _doc_ranks(chunk_ids: Sequence[str], doc_of: dict[str, str]) -> dict[str, in
     for chunk_id in chunk_ids:
         ranks.setdefault(doc_of[chunk_id], len(ranks) + 1)
     return ranks
+
+
+@dataclass
+class _Gathered:
+    """What the two legs found for one query (HybridRetriever._gather)."""
+
+    vector: np.ndarray | None = None
+    doc_of: dict[str, str] = field(default_factory=dict)  # chunk_id -> doc_key
+    records: dict[str, ChunkRecord] = field(default_factory=dict)
+    dense_ids: list[str] = field(default_factory=list)
+    dense_best: dict[str, float] = field(default_factory=dict)  # doc_key -> cosine of its best dense chunk
+    dense_cos: dict[str, float] = field(default_factory=dict)  # chunk_id -> cosine with the query
+    keyword_hits: list[tuple[str, float]] = field(default_factory=list)  # (chunk_id, BM25), best first
+
+
+def _best_documents(rank_key: dict[str, float], doc_of: dict[str, str], k: int) -> tuple[list[str], dict[str, str]]:
+    """The ``k`` best documents by the ranking key of their best chunk, and that chunk of each."""
+    doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
+    best_chunk: dict[str, str] = {}
+    for chunk_id in sorted(rank_key, key=lambda c: -rank_key[c]):
+        doc_key = doc_of[chunk_id]
+        if doc_key not in best_chunk:
+            best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
+    return sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k], best_chunk
 
 
 class HybridRetriever:
@@ -216,51 +240,51 @@ class HybridRetriever:
         """
         return await asyncio.to_thread(self.search_sync, user, query, k, filters, mode, keyword_query=keyword_query)
 
+    def _gather(self, user: str, query: str, terms: str, depth: int, filters: SearchFilters,
+                mode: Mode) -> _Gathered:
+        """What the legs find for the query (``terms``: what the keyword leg matches): the dense leg's
+        chunks with their cosines, the keyword leg's BM25 hits, and a cosine for each chunk only BM25
+        found (from its stored vector). The keyword leg runs beside the dense one when Chroma is a server."""
+        found = _Gathered()
+        keyword_leg: Future[tuple[list[tuple[str, float]], dict[str, np.ndarray]]] | None = None
+        if mode == "hybrid" and not self.store.in_process:
+            keyword_leg = self._keyword_leg.submit(self._keyword_leg_with_vectors, user, terms, depth, filters)
+        if mode in ("hybrid", "dense"):
+            found.vector = self.embedder.embed_query(query)
+            for hit in self.filtered.hits(self.store, self.keyword, user, found.vector, depth, filters):
+                if filters.matches(hit.metadata):
+                    found.dense_ids.append(hit.chunk_id)
+                    found.dense_cos[hit.chunk_id] = hit.score
+                    found.dense_best.setdefault(hit.doc_key, hit.score)
+                    found.doc_of[hit.chunk_id] = hit.doc_key
+                    found.records[hit.chunk_id] = ChunkRecord(hit.chunk_id, hit.doc_key, hit.text, hit.metadata)
+        if mode == "keyword":
+            found.keyword_hits = self.keyword.search(user, terms, depth, filters)
+        elif mode == "hybrid":
+            found.keyword_hits, stored = (keyword_leg.result() if keyword_leg is not None else
+                                          self._keyword_leg_with_vectors(user, terms, depth, filters, found.dense_cos))
+            unit = np.asarray(found.vector, dtype=np.float32)
+            unit = unit / (np.linalg.norm(unit) or 1.0)
+            for chunk_id, stored_vector in stored.items():  # a chunk only BM25 found: its cosine from its vector
+                if chunk_id not in found.dense_cos:
+                    found.dense_cos[chunk_id] = float(stored_vector @ unit / (np.linalg.norm(stored_vector) or 1.0))
+                    found.records[chunk_id] = ChunkRecord(chunk_id, chunk_doc_key(chunk_id), None, {})  # type: ignore[arg-type]
+        for chunk_id, _ in found.keyword_hits:
+            found.doc_of.setdefault(chunk_id, chunk_doc_key(chunk_id))
+        return found
+
     def search_sync(
         self, user: str, query: str, k: int, filters: SearchFilters | None = None, mode: Mode = "hybrid",
         *, keyword_query: str | None = None,
     ) -> list[Candidate]:
         """:meth:`search`, for callers already in a worker thread (and the benchmarks)."""
         filters = filters or SearchFilters()
-        fusion = self.fusion
         if not query.strip() or k <= 0:
             return []
-        depth = k * fusion.depth
-        doc_of: dict[str, str] = {}
-        records: dict[str, ChunkRecord] = {}
-        dense_ids: list[str] = []
-        dense_best: dict[str, float] = {}  # doc_key -> cosine of its best dense chunk
-        dense_cos: dict[str, float] = {}  # chunk_id -> cosine with the query
-        keyword_hits: list[tuple[str, float]] = []  # (chunk_id, BM25), best first
-        vector = None
-        keyword_leg: Future[tuple[list[tuple[str, float]], dict[str, np.ndarray]]] | None = None
-        if mode == "hybrid" and not self.store.in_process:
-            keyword_leg = self._keyword_leg.submit(self._keyword_leg_with_vectors, user, keyword_query or query, depth,
-                                                   filters)
-
-        if mode in ("hybrid", "dense"):
-            vector = self.embedder.embed_query(query)
-            for hit in self.filtered.hits(self.store, self.keyword, user, vector, depth, filters):
-                if filters.matches(hit.metadata):
-                    dense_ids.append(hit.chunk_id)
-                    dense_cos[hit.chunk_id] = hit.score
-                    dense_best.setdefault(hit.doc_key, hit.score)
-                    doc_of[hit.chunk_id] = hit.doc_key
-                    records[hit.chunk_id] = ChunkRecord(hit.chunk_id, hit.doc_key, hit.text, hit.metadata)
-        if mode == "keyword":
-            keyword_hits = self.keyword.search(user, keyword_query or query, depth, filters)
-        elif mode == "hybrid":
-            keyword_hits, stored = (keyword_leg.result() if keyword_leg is not None else
-                                    self._keyword_leg_with_vectors(user, keyword_query or query, depth, filters, dense_cos))
-            unit = np.asarray(vector, dtype=np.float32)
-            unit = unit / (np.linalg.norm(unit) or 1.0)
-            for chunk_id, stored_vector in stored.items():  # a chunk only BM25 found: its cosine from its vector
-                if chunk_id not in dense_cos:
-                    dense_cos[chunk_id] = float(stored_vector @ unit / (np.linalg.norm(stored_vector) or 1.0))
-                    records[chunk_id] = ChunkRecord(chunk_id, chunk_doc_key(chunk_id), None, {})  # type: ignore[arg-type]
-        for chunk_id, _ in keyword_hits:
-            doc_of.setdefault(chunk_id, chunk_doc_key(chunk_id))
-
+        found = self._gather(user, query, keyword_query or query, k * self.fusion.depth, filters, mode)
+        vector, doc_of, records = found.vector, found.doc_of, found.records
+        dense_ids, dense_best, dense_cos, keyword_hits = (found.dense_ids, found.dense_best, found.dense_cos,
+                                                          found.keyword_hits)
         legs: dict[Leg, list[str]] = {"dense": dense_ids, "keyword": [c for c, _ in keyword_hits]}
         doc_ranks = {leg: _doc_ranks(ids, doc_of) for leg, ids in legs.items()}
         # Keyword coverage of every candidate with a vector (keyword hits whose vector is gone are left out).
@@ -275,13 +299,7 @@ class HybridRetriever:
         across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
         rank_key, chunk_scores = self._mix(vector, dense_cos, dict(keyword_hits), coverage, mode, calibration, across)
-        doc_keys: dict[str, float] = {}  # doc_key -> ranking key of its best chunk
-        best_chunk: dict[str, str] = {}
-        for chunk_id in sorted(rank_key, key=lambda c: -rank_key[c]):
-            doc_key = doc_of[chunk_id]
-            if doc_key not in best_chunk:
-                best_chunk[doc_key], doc_keys[doc_key] = chunk_id, rank_key[chunk_id]
-        top = sorted(doc_keys, key=lambda d: (-doc_keys[d], d))[:k]
+        top, best_chunk = _best_documents(rank_key, doc_of, k)
 
         # The results' metadata where the legs read ids alone (ADR 0568), and their texts (ADR 0567).
         unread = [best_chunk[d] for d in top if best_chunk[d] not in records or not records[best_chunk[d]].metadata]
