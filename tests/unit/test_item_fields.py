@@ -79,6 +79,7 @@ class Hit:
     metadata: dict[str, Any]
     score: float = 0.5
     extra: dict[str, Any] = field(default_factory=dict)
+    text: str = ""  # a search rewrites a moved event's text too (item_fields.when_now)
 
 
 def test_overdue_cards_not_done_come_first_by_due_date() -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from ..core.documents import DocType, Skipped, SourceDocument, valid_source_id
 from ..nextcloud.client import NotFound, Transient
-from ..search.item_fields import FOLLOWING, at_time
+from ..search.item_fields import FOLLOWING, at_time, when_now
 from ..search.service import iso
 from ..sources.base import Source, screen
 from ..sources.extract import NeedsOcr
@@ -124,7 +124,11 @@ def _labels(doc: SourceDocument) -> list[str]:
 
 def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_chars: int) -> DocumentPage:
     """A page of ``doc``'s text from ``offset``, ended at a line or word break when one is near."""
-    text = doc.text
+    # A recurring event at its occurrence under way or next, as search shows it (search/item_fields.py): in
+    # its fields and in its text's "When:" line, so offsets count the text the reader is shown.
+    now = int(engine.clock.now().timestamp())
+    timed = at_time({**doc.extra, "event_start": doc.event_start, "event_end": doc.event_end}, now, FOLLOWING)
+    text = when_now(doc.text, timed, now)
     start = min(max(offset, 0), len(text))
     end = min(start + max_chars, len(text))
     if end < len(text):
@@ -135,9 +139,6 @@ def page_of(engine: Engine, doc_id: str, doc: SourceDocument, offset: int, max_c
             if cut > start:
                 end = cut + len(separator)
                 break
-    # A recurring event at its occurrence under way or next, as search shows it (search/item_fields.py).
-    timed = at_time({**doc.extra, "event_start": doc.event_start, "event_end": doc.event_end},
-                    int(engine.clock.now().timestamp()), FOLLOWING)
     return DocumentPage(
         id=doc_id,
         doc_type=doc.doc_type,

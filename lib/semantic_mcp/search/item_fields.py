@@ -5,7 +5,8 @@ The index holds what the item said when it was indexed; "next" is decided now. A
 indexed once, with its first occurrence in ``event_start`` and its rule (``rrule``, ``tzid``); a search
 moves it to the occurrence under way or next at the search's clock (:func:`at_time`), so "when is the next
 team meeting" reports next Monday, not the Monday in September the series began, on every path that
-shows the item (search, answer). A Deck card's due date is its ``event_start`` and ``done`` its state.
+shows the item (search, answer, fetch): in its fields, and in its text, whose "When:" line, written at
+indexing, is rewritten to say the same (:func:`when_now`). A Deck card's due date is its ``event_start`` and ``done`` its state.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from icalendar.prop import vRecur
 
 from ..core.filters import SearchFilters
-from ..sources.calendar import next_occurrence
+from ..sources.calendar import format_when, next_occurrence
 
 Due = Literal["overdue", "soon"]
 DUE_SOON = timedelta(days=7)  # "due soon": within the coming week
@@ -48,6 +49,7 @@ _REACH_WORDS: dict[str, tuple[str, ...]] = {
 }
 _REACH_LABELS = {"email": "Email", "phone": "Phone", "address": "Address", "company": "Organization"}
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+_WHEN_LINE = re.compile(r"^When: (.+)$", re.MULTILINE)  # as sources/calendar.py writes it
 
 
 def read_due(text: str) -> tuple[Due | None, str | None]:
@@ -119,6 +121,24 @@ def at_time(metadata: dict[str, Any], now: int, following: int = 0) -> dict[str,
     return moved
 
 
+def when_now(text: str, metadata: dict[str, Any], now: int) -> str:
+    """``text`` of a recurring event moved by :func:`at_time` with its "When:" line (the series' first
+    occurrence, written at indexing) giving the occurrence ``metadata`` holds, under way or next at ``now``,
+    so a model reading the text reports the date the fields give; any other text as it is."""
+    match = _WHEN_LINE.search(text) if "first_start" in metadata else None
+    if match is None:
+        return text
+    start, zone = int(metadata["event_start"]), _zone(metadata)
+    end = int(metadata.get("event_end") or start)
+    if match.group(1).rstrip().endswith("(all day)"):  # its dates are UTC midnights (sources/calendar.py)
+        span = format_when(datetime.fromtimestamp(start, UTC).date(), datetime.fromtimestamp(end, UTC).date(), None)
+    else:
+        span = format_when(datetime.fromtimestamp(start, zone), datetime.fromtimestamp(end, zone),
+                           str(metadata["tzid"]) if metadata.get("tzid") else None)
+    which = "under way now" if start <= now else "the next occurrence"
+    return f"{text[:match.start(1)]}{span} — {which}{text[match.end(1):]}"
+
+
 def is_due(metadata: dict[str, Any], due: Due, now: int) -> bool:
     """An item with a due date (a Deck card) not done, past it (``overdue``) or within :data:`DUE_SOON`."""
     if metadata.get("doc_type") != "deck_card" or metadata.get("event_start") is None or metadata.get("done"):
@@ -128,10 +148,10 @@ def is_due(metadata: dict[str, Any], due: Due, now: int) -> bool:
 
 
 def at_search_time(candidates: Sequence[Any], now: int, following: int = 0) -> list[Any]:
-    """``candidates`` (dataclasses with ``metadata``) with each recurring event moved to its occurrence under way
-    or next at ``now`` (:func:`at_time`)."""
-    return [c if (moved := at_time(c.metadata, now, following)) is c.metadata else replace(c, metadata=moved)
-            for c in candidates]
+    """``candidates`` (dataclasses with ``metadata`` and ``text``) with each recurring event moved to its
+    occurrence under way or next at ``now`` (:func:`at_time`), in its fields and its text (:func:`when_now`)."""
+    return [c if (moved := at_time(c.metadata, now, following)) is c.metadata
+            else replace(c, metadata=moved, text=when_now(c.text, moved, now)) for c in candidates]
 
 
 def due_first(candidates: Sequence[Any], due: Due | None, now: int) -> list[Any]:
