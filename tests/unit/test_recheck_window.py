@@ -23,6 +23,7 @@ class Hit:
 
 OWN = Hit("note:1", {"owner": "alice"})
 SHARED = Hit("note:2", {"owner": "bob"})
+OWN2 = Hit("note:2", {"owner": "alice"})  # only the caller's own items are served on a kept verdict
 
 
 class Clock:
@@ -64,13 +65,13 @@ async def settle() -> None:
 async def test_a_verdict_serves_hits_within_the_window_and_is_asked_again_after_it() -> None:
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
     v = verifier(nextcloud, clock)
-    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
+    assert (await v.verify("alice", [OWN, OWN2])).kept == [OWN, OWN2]
     clock.now += 4  # under half the window: served on the verdict, nothing asked
-    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
+    assert (await v.verify("alice", [OWN, OWN2])).kept == [OWN, OWN2]
     assert len(nextcloud.asked) == 1 and v.metrics["from_window"] == 2
-    nextcloud.readable["alice"] = {"1"}  # bob ended the share
-    clock.now += 7  # past the window: asked again, the shared note is gone
-    result = await v.verify("alice", [OWN, SHARED])
+    nextcloud.readable["alice"] = {"1"}  # alice deleted note 2
+    clock.now += 7  # past the window: asked again, the deleted note is gone
+    result = await v.verify("alice", [OWN, OWN2])
     assert result.kept == [OWN] and [ref.key for ref in result.dropped] == ["note:2"]
     assert len(nextcloud.asked) == 2
 
@@ -106,12 +107,12 @@ async def test_a_request_outlives_the_search_that_gave_up_and_fills_the_window()
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
     nextcloud.gate = asyncio.Event()
     v = verifier(nextcloud, clock, timeout=0.05)
-    first = await v.verify("alice", [OWN, SHARED])
-    assert first.kept == [OWN] and first.unverified == 1 and first.withheld == 1  # ADR 0010's rules
+    first = await v.verify("alice", [OWN, OWN2])
+    assert first.kept == [OWN, OWN2] and first.unverified == 2  # ADR 0010's rules: own hits served
     nextcloud.gate.set()  # Nextcloud answers after the search gave up
     await settle()
-    second = await v.verify("alice", [OWN, SHARED])
-    assert second.kept == [OWN, SHARED] and second.unverified == 0 and second.withheld == 0
+    second = await v.verify("alice", [OWN, OWN2])
+    assert second.kept == [OWN, OWN2] and second.unverified == 0 and second.withheld == 0
     assert len(nextcloud.asked) == 1
 
 
@@ -119,13 +120,13 @@ async def test_known_items_are_asked_again_in_the_background_before_they_expire(
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
     v = verifier(nextcloud, clock)
     await v.verify("alice", [OWN])
-    await v.verify("alice", [SHARED])
+    await v.verify("alice", [OWN2])
     clock.now += 6  # past half the window: served at once, and both known items asked again in one request
     assert (await v.verify("alice", [OWN])).kept == [OWN]
     await settle()
     assert nextcloud.asked[-1] == ("alice", ["1", "2"]) and v.metrics["asked_ahead"] == 2
     clock.now += 6  # 12 s after the first answer, 6 s after the second: still within the window
-    assert (await v.verify("alice", [SHARED])).kept == [SHARED]
+    assert (await v.verify("alice", [OWN2])).kept == [OWN2]
     assert v.metrics["from_window"] == 2
 
 
@@ -142,11 +143,11 @@ async def test_at_a_quiet_time_every_search_asks_so_an_ended_share_is_gone_at_on
 async def test_a_hit_nextcloud_does_not_answer_about_in_time_falls_back_on_its_kept_verdict() -> None:
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
     v = verifier(nextcloud, clock, timeout=0.05, crowd=2)
-    await v.verify("alice", [OWN, SHARED])
+    await v.verify("alice", [OWN, OWN2])
     nextcloud.gate = asyncio.Event()  # from now on Nextcloud does not answer in time
     clock.now += 3
-    result = await v.verify("alice", [OWN, SHARED, Hit("note:3", {"owner": "bob"})])
-    assert result.kept == [OWN, SHARED] and result.withheld == 1 and result.unverified == 0
+    result = await v.verify("alice", [OWN, OWN2, Hit("note:3", {"owner": "bob"})])
+    assert result.kept == [OWN, OWN2] and result.withheld == 1 and result.unverified == 0
     assert v.busy() and v.metrics["from_window"] == 2
     nextcloud.gate.set()
 
@@ -179,7 +180,7 @@ async def test_a_users_request_asks_their_known_items_again_before_their_next_se
     source = type("Notes", (), {"readable": staticmethod(nextcloud.readable_for)})()
     v = Verifier(object(), lambda: {"note": source}, lambda refs: None, timeout=0.2,  # type: ignore[arg-type]
                  short_circuit_seconds=0, window=lambda: window[0], recent=RecentVerdicts(clock=clock), crowd=0)
-    await v.verify("alice", [OWN, SHARED])
+    await v.verify("alice", [OWN, OWN2])
     v.ask_ahead("alice")  # fresh: nothing to ask
     v.ask_ahead("bob")  # knows nothing of bob
     await settle()
@@ -188,7 +189,7 @@ async def test_a_users_request_asks_their_known_items_again_before_their_next_se
     v.ask_ahead("alice")
     await settle()
     assert nextcloud.asked[-1] == ("alice", ["1", "2"])
-    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
+    assert (await v.verify("alice", [OWN, OWN2])).kept == [OWN, OWN2]
     assert len(nextcloud.asked) == 2 and v.metrics["from_window"] == 2
 
 
@@ -218,3 +219,18 @@ async def test_a_kept_verdict_that_expires_while_the_search_waits_is_not_served(
     result = await search
     assert result.kept == [] and result.withheld == 2
     nextcloud.gate.set()
+
+
+async def test_what_others_share_is_never_served_on_a_kept_verdict() -> None:
+    """A share ended (or an ACL that now denies) takes effect at once, however busy Nextcloud is."""
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    v = verifier(nextcloud, clock, crowd=0)  # busy: every search
+    assert (await v.verify("alice", [OWN, SHARED])).kept == [OWN, SHARED]
+    nextcloud.readable["alice"] = {"1"}  # bob ended the share
+    clock.now += 1
+    result = await v.verify("alice", [OWN, SHARED])
+    assert result.kept == [OWN] and [ref.key for ref in result.dropped] == ["note:2"]
+    nextcloud.gate = asyncio.Event()  # Nextcloud stops answering: the shared hit is withheld, never served
+    clock.now += 1
+    result = await v.verify("alice", [OWN, SHARED])
+    assert result.kept == [OWN] and result.withheld == 1

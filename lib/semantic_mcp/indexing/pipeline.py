@@ -301,7 +301,8 @@ class Pipeline(EmbedAndWrite):
                 woken.cancel()
                 if finished - {woken}:
                     last_finished = time.monotonic()
-                claim_more()
+                if woken in finished or not finished:  # new work, or a slow wait: never grown per fetch
+                    claim_more()  # (each claim is a batch's worth: grown per fetch, it kept newcomers waiting)
         except asyncio.CancelledError:
             for _, future in pending:
                 future.cancel()

@@ -105,7 +105,10 @@ class Verifier:
 
     async def verify(self, user: str, hits: Sequence[HasDocKey]) -> Verification:
         refs = [_ref(user, hit.doc_key) for hit in hits]
-        verdicts = await self._verdicts(user, refs)
+        # Only the caller's own items are ever served on a kept verdict: a share ended or an ACL that
+        # now denies must take effect at once, so what others share is always asked (or withheld).
+        own = {ref.key for hit, ref in zip(hits, refs, strict=True) if _owner(hit) == user}
+        verdicts = await self._verdicts(user, refs, own)
         kept, dropped, unverified, withheld = [], [], 0, 0
         for hit, ref in zip(hits, refs, strict=True):
             verdict = verdicts[ref.key]
@@ -129,7 +132,7 @@ class Verifier:
                      "shared with them", unverified + withheld, user, unverified, withheld)
         return Verification(kept=kept, dropped=dropped, unverified=unverified, withheld=withheld)
 
-    async def _verdicts(self, user: str, refs: list[DocRef]) -> dict[str, bool | None]:
+    async def _verdicts(self, user: str, refs: list[DocRef], own: set[str]) -> dict[str, bool | None]:
         if not refs:  # a search that found nothing has nothing to ask
             return {}
         window = self._current_window()
@@ -142,12 +145,13 @@ class Verifier:
             # stands in only for a hit Nextcloud did not answer about within the search's bound.
             verdicts = await self._asked(user, refs, window)
             unanswered = [key for key, verdict in verdicts.items() if verdict is None]
-            fallback = {key: verdict for key, (verdict, _) in self.recent.fresh(user, unanswered, window).items()}
+            fallback = {key: verdict for key, (verdict, _) in
+                        self.recent.fresh(user, [key for key in unanswered if key in own], window).items()}
             self.metrics["from_window"] += len(fallback)
             return {**verdicts, **fallback}
         # Nextcloud is busy: hits it confirmed (or denied) as this user within the window are served on that
         # verdict; the rest are asked in one request, shared with any search of the user already asking.
-        known = self.recent.fresh(user, (ref.key for ref in refs), window)
+        known = self.recent.fresh(user, (ref.key for ref in refs if ref.key in own), window)
         missing = [ref for ref in refs if ref.key not in known]
         if not missing:
             self._ask_ahead(user, window)
