@@ -158,10 +158,14 @@ def _back_to_copies_per_member(stack: Stack, shared: str, members: tuple[str, ..
     recs = [ChunkRecord(chunk_id, chunk_doc_key(chunk_id), texts[chunk_id], dict(metadata))
             for chunk_id, metadata in zip(held["ids"], held["metadatas"], strict=True)]
     suffix = collection.name.removeprefix(VectorStore._user_prefix(shared))
-    for member in members:
-        keyword.upsert(member, recs)
+    for member in members:  # the documents the member has a row for (alice's HR file is not bob's)
+        theirs = {f"file:{source_id}" for (source_id,) in stack.db_rows(
+            "SELECT source_id FROM documents WHERE user = ? AND space = ?", (member, shared))}
+        mine = [i for i, rec in enumerate(recs) if rec.doc_key in theirs]
+        keyword.upsert(member, [recs[i] for i in mine])
         own = client.get_or_create_collection(VectorStore._user_prefix(member) + suffix, metadata=collection.metadata)
-        own.upsert(ids=held["ids"], embeddings=held["embeddings"], metadatas=held["metadatas"])
+        own.upsert(ids=[held["ids"][i] for i in mine], embeddings=[held["embeddings"][i] for i in mine],
+                   metadatas=[held["metadatas"][i] for i in mine])
     client.delete_collection(collection.name)
     keyword.delete_user(shared)
     keyword.close()

@@ -291,11 +291,13 @@ class HybridRetriever:
         filters = filters or SearchFilters()
         if not query.strip() or k <= 0:
             return []
-        spaces = self.spaces(user) if self.spaces is not None else {}
-        if not spaces:
-            return self._search_collection(user, query, k, filters, mode, keyword_query)
         vector = self.embedder.embed_query(query) if mode != "keyword" else None  # once for every collection
         found = self._search_collection(user, query, k, filters, mode, keyword_query, vector)
+        # The rows are read after the user's own collection was: a document moving into its space is in the
+        # space before its row says so, and leaves the user's collection only after (indexing/writing.py).
+        spaces = self.spaces(user) if self.spaces is not None else {}
+        if not spaces:
+            return found
         for space, (readable, size) in spaces.items():
             # Over-fetched by the share of the space the user may not be served (an ACL's denied subfolder).
             ask = k * min(MAX_SPACE_OVERFETCH, -(-max(size, 1) // max(len(readable), 1)))
