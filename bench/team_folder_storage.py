@@ -144,7 +144,7 @@ def measure(layout: str, args: argparse.Namespace, where: Path) -> dict[str, flo
     store = VectorStore.embedded(where / "chroma", FixedEmbedder.model_id, DIM)
     keyword = KeywordIndex(where / "keyword.db")
     state = IndexState(where / "state.db")
-    retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector), spaces=state.user_spaces)
+    retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector), spaces=state)
     retriever.search_sync("nobody", queries[0], 10)  # Chroma's own start-up is not the layout's
     before = _rss_mb()
     for member in members:  # each member's search opens their collection (and, stored once, the space)

@@ -41,12 +41,13 @@ def test_a_purge_takes_the_users_rows_only_and_the_last_reader_empties_the_space
     spaces = SharedSpaces(state, store, keyword)
     _in_space(state, store, keyword, "10", ["alice", "bob"])
     _in_space(state, store, keyword, "11", ["alice"])  # bob's ACL denies this one: no row of his
-    assert state.user_spaces("bob") == {SPACE: (frozenset({"file:10"}), 2)}
+    assert state.user_spaces("bob") == {SPACE: (1, 2)}
+    assert state.readable_in("bob", SPACE, {"file:10", "file:11", "file:12"}) == {"file:10"}
 
     state.delete_user("alice")
     assert spaces.sweep() == 1  # file:11 had alice alone
     assert store.count(SPACE) == keyword.count(SPACE) == 2  # file:10 stays for bob
-    assert state.user_spaces("bob") == {SPACE: (frozenset({"file:10"}), 1)}
+    assert state.user_spaces("bob") == {SPACE: (1, 1)}
 
     spaces.release_row(SPACE, DocRef("bob", "file", "10"))  # bob's last row goes (a delete, a removal)
     assert store.count(SPACE) == keyword.count(SPACE) == 0
@@ -59,6 +60,7 @@ def test_the_migration_queues_the_members_copies_of_team_folder_files_only(tmp_p
     IndexState(path).close()
     with closing(sqlite3.connect(path)) as db, db:  # the layout before ADR 0352: no documents.space
         db.execute("DROP INDEX documents_space")
+        db.execute("DROP INDEX documents_user_space")
         db.execute("ALTER TABLE documents DROP COLUMN space")
         db.execute("PRAGMA user_version = 4")
         db.executemany("INSERT INTO documents (user, doc_type, source_id, version, location, title, chunk_count,"

@@ -79,7 +79,7 @@ class Engine(SettingsComponents):
         self.search = SearchService(
             HybridRetriever(
                 Current(self.store), self.keyword, Current(self.embedder),
-                Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(), spaces=self.state.user_spaces,
+                Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(), spaces=self.state,
             ),
             self.verifier, public_url or nc.base_url, reranker=rerank.from_setting(deployment.search_rerank),
             before_retrieval=functools.partial(self.accounts.confirm_same_person, timeout=self.verifier.timeout),

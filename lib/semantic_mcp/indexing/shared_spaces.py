@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+from collections.abc import Collection
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ CREATE TABLE IF NOT EXISTS space_docs (  -- what each shared space holds (ADR 03
 # (never before: the member keeps finding it meanwhile).
 MIGRATION: Step = run_sql("documents.space, and members' copies of team-folder files queued for their space", """
     CREATE INDEX IF NOT EXISTS documents_space ON documents (space, doc_type, source_id);
+    CREATE INDEX IF NOT EXISTS documents_user_space ON documents (user, space);
     INSERT OR IGNORE INTO tasks (user, doc_type, source_id, action, enqueued_at, priority)
         SELECT d.user, d.doc_type, d.source_id, 'upsert', CAST(strftime('%s', 'now') AS REAL), 1 FROM documents d
         WHERE d.doc_type = 'file' AND d.space IS NULL AND EXISTS (
@@ -95,15 +97,23 @@ class SpaceRecords:
         return self._rows("SELECT COUNT(*) FROM documents WHERE space = ? AND doc_type = ? AND source_id = ?",
                           space, ref.doc_type, ref.source_id)[0][0]
 
-    def user_spaces(self, user: str) -> dict[str, tuple[frozenset[str], int]]:
-        """The spaces ``user`` has rows in: space -> (the document keys they may be served, how many
-        documents the space holds). A search asks these besides the user's own collection."""
-        mine: dict[str, set[str]] = {}
-        for row in self._rows("SELECT space, doc_type, source_id FROM documents WHERE user = ? AND space IS NOT NULL",
-                              user):
-            mine.setdefault(row["space"], set()).add(f"{row['doc_type']}:{row['source_id']}")
-        return {space: (frozenset(keys), self._rows("SELECT COUNT(*) FROM space_docs WHERE space = ?", space)[0][0])
-                for space, keys in mine.items()}
+    def user_spaces(self, user: str) -> dict[str, tuple[int, int]]:
+        """The spaces ``user`` has rows in: space -> (how many documents they may be served there, how many
+        the space holds). A search asks these besides the user's own collection."""
+        mine = self._rows("SELECT space, COUNT(*) FROM documents WHERE user = ? AND space IS NOT NULL GROUP BY space",
+                          user)
+        return {space: (count, self._rows("SELECT COUNT(*) FROM space_docs WHERE space = ?", space)[0][0])
+                for space, count in mine}
+
+    def readable_in(self, user: str, space: str, doc_keys: Collection[str]) -> set[str]:
+        """Those of ``doc_keys`` (``doc_type:source_id``) ``user`` has a row for in ``space``."""
+        pairs = [key.partition(":")[::2] for key in doc_keys]
+        if not pairs:
+            return set()
+        values = ", ".join("(?, ?)" for _ in pairs)
+        rows = self._rows(f"SELECT doc_type, source_id FROM documents WHERE user = ? AND space = ? AND"
+                          f" (doc_type, source_id) IN (VALUES {values})", user, space, *(v for p in pairs for v in p))
+        return {f"{row[0]}:{row[1]}" for row in rows}
 
     def orphaned_space_docs(self) -> list[tuple[str, DocRef]]:
         """Documents a space holds that no user has a row for any more (their last reader purged)."""

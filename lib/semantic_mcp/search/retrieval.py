@@ -21,10 +21,10 @@ chosen over eleven sets by ``bench/retrieval_quality.py``: docs/adr/0250, 0270 a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Collection, Container, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -40,8 +40,18 @@ from .filtered_dense import FilteredDense
 from .noise import NoiseFloor
 
 Mode = Literal["hybrid", "dense", "keyword"]
-# user -> the shared spaces they have rows in (ADR 0352): space -> (their documents there, the space's size)
-Spaces = Callable[[str], dict[str, tuple[frozenset[str], int]]]
+
+
+class Spaces(Protocol):
+    """Who may be served what of the shared spaces (ADR 0352; the index state's rows)."""
+
+    def user_spaces(self, user: str) -> dict[str, tuple[int, int]]:
+        """space -> (documents ``user`` has a row for there, documents it holds)."""
+
+    def readable_in(self, user: str, space: str, doc_keys: Collection[str]) -> set[str]:
+        """Those of ``doc_keys`` ``user`` has a row for in ``space``."""
+
+
 MAX_SPACE_OVERFETCH = 8  # a member an ACL leaves a small part of a space: candidates asked per result, at most
 
 
@@ -295,14 +305,15 @@ class HybridRetriever:
         found = self._search_collection(user, query, k, filters, mode, keyword_query, vector)
         # The rows are read after the user's own collection was: a document moving into its space is in the
         # space before its row says so, and leaves the user's collection only after (indexing/writing.py).
-        spaces = self.spaces(user) if self.spaces is not None else {}
+        spaces = self.spaces.user_spaces(user) if self.spaces is not None else {}
         if not spaces:
             return found
-        for space, (readable, size) in spaces.items():
+        for space, (mine, size) in spaces.items():
             # Over-fetched by the share of the space the user may not be served (an ACL's denied subfolder).
-            ask = k * min(MAX_SPACE_OVERFETCH, -(-max(size, 1) // max(len(readable), 1)))
-            found += [c for c in self._search_collection(space, query, ask, filters, mode, keyword_query, vector)
-                      if c.doc_key in readable]
+            ask = k * min(MAX_SPACE_OVERFETCH, -(-max(size, 1) // max(mine, 1)))
+            candidates = self._search_collection(space, query, ask, filters, mode, keyword_query, vector)
+            readable = self.spaces.readable_in(user, space, {c.doc_key for c in candidates})
+            found += [c for c in candidates if c.doc_key in readable]
         merged: dict[str, Candidate] = {}  # a document moving into its space is briefly in both: its best once
         for candidate in sorted(found, key=lambda c: (-c.score, -(c.dense_score or 0.0), c.doc_key)):
             merged.setdefault(candidate.doc_key, candidate)
