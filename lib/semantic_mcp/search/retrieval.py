@@ -301,8 +301,7 @@ class HybridRetriever:
         filters = filters or SearchFilters()
         if not query.strip() or k <= 0:
             return []
-        vector = self.embedder.embed_query(query) if mode != "keyword" else None  # once for every collection
-        found = self._search_collection(user, query, k, filters, mode, keyword_query, vector)
+        found, vector = self._search_collection(user, query, k, filters, mode, keyword_query)
         # The rows are read after the user's own collection was: a document moving into its space is in the
         # space before its row says so, and leaves the user's collection only after (indexing/writing.py).
         spaces = self.spaces.user_spaces(user) if self.spaces is not None else {}
@@ -311,7 +310,7 @@ class HybridRetriever:
         for space, (mine, size) in spaces.items():
             # Over-fetched by the share of the space the user may not be served (an ACL's denied subfolder).
             ask = k * min(MAX_SPACE_OVERFETCH, -(-max(size, 1) // max(mine, 1)))
-            candidates = self._search_collection(space, query, ask, filters, mode, keyword_query, vector)
+            candidates, _ = self._search_collection(space, query, ask, filters, mode, keyword_query, vector)
             readable = self.spaces.readable_in(user, space, {c.doc_key for c in candidates})
             found += [c for c in candidates if c.doc_key in readable]
         merged: dict[str, Candidate] = {}  # a document moving into its space is briefly in both: its best once
@@ -322,8 +321,9 @@ class HybridRetriever:
     def _search_collection(
         self, user: str, query: str, k: int, filters: SearchFilters, mode: Mode, keyword_query: str | None,
         vector: np.ndarray | None = None,
-    ) -> list[Candidate]:
-        """The ``k`` best documents of one collection (a user's own or a shared space), best first."""
+    ) -> tuple[list[Candidate], np.ndarray | None]:
+        """The ``k`` best documents of one collection (a user's own or a shared space), best first, and the
+        query's vector (embedded once for every collection a search asks)."""
         found = self._gather(user, query, keyword_query or query, k * self.fusion.depth, filters, mode, vector)
         vector, doc_of, records = found.vector, found.doc_of, found.records
         dense_ids, dense_best, dense_cos, keyword_hits = (found.dense_ids, found.dense_best, found.dense_cos,
@@ -371,4 +371,4 @@ class HybridRetriever:
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
                 )
             )
-        return candidates
+        return candidates, vector
