@@ -1,15 +1,16 @@
-"""A team folder's cost: one copy per member (today) against the folder stored once (ADR 0351's design).
+"""A team folder's cost: one copy per member (before ADR 0352) against the folder stored once (the app's path).
 
 A team folder of ``--files`` files (``--chunks-per-file`` chunks each) shared by ``--members`` members,
 each of whom also has ``--own`` chunks of their own. Two layouts, each built in a process of its own:
 
-- ``per-member`` (what the app does today): every member's collection and keyword tables hold the
-  folder's chunks, so they are stored ``members`` times;
-- ``once``: the folder's chunks in one collection and one set of keyword tables of their own (the
-  folder's pseudo-user ``team-folder-1``), members' collections holding only their own chunks; a
-  member's search asks both and merges by calibrated score (the scores are comparable across
-  collections), as ADR 0351 describes. Access is still re-checked per hit as the caller; the bench
-  leaves that out of both layouts alike (it is the same requests either way).
+- ``per-member`` (the app before ADR 0352, and still for an ordinary share): every member's collection
+  and keyword tables hold the folder's chunks, so they are stored ``members`` times;
+- ``once``: written by the app's own code path (indexing/writing.py): for each member and file, the
+  pipeline's ``_join_space`` (the space holds this version already: one row) or else its ``_write``
+  (the first member: the chunks go to the space ``team-folder:1``), on a real index state; a member's
+  search is the app's ``HybridRetriever`` with the state's rows (their collection, then the space,
+  filtered to their rows, merged by calibrated score). Access is still re-checked per hit as the
+  caller; the bench leaves that out of both layouts alike (it is the same requests either way).
 
 Printed per layout: disk (Chroma directory + keyword database), the resident memory the process gains
 by opening every member's collections (what a server holds once all members have searched), and a
@@ -39,12 +40,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from store_scale import DIM, FixedEmbedder, synthetic  # noqa: E402
 
+from semantic_mcp.core.documents import DocRef, SourceDocument  # noqa: E402
+from semantic_mcp.indexing.pipeline import Pipeline  # noqa: E402
+from semantic_mcp.indexing.queue import Task  # noqa: E402
+from semantic_mcp.indexing.state import IndexState  # noqa: E402
+from semantic_mcp.indexing.writing import Written  # noqa: E402
 from semantic_mcp.stores.keyword import KeywordIndex  # noqa: E402
 from semantic_mcp.search.retrieval import HybridRetriever  # noqa: E402
 from semantic_mcp.stores.vectors import ChunkRecord, VectorStore  # noqa: E402
 
-FOLDER = "team-folder-1"
+FOLDER = "team-folder:1"
 BATCH = 1000
+WRITE_BATCH = 64  # documents per index write, as the pipeline's largest batch
 
 
 def _rss_mb() -> float:
@@ -78,6 +85,31 @@ def _renamed(records: list[ChunkRecord], prefix: str) -> list[ChunkRecord]:
     return out
 
 
+def _team_files(records: list[ChunkRecord], vectors: np.ndarray, per_file: int) -> list[tuple[SourceDocument, list[ChunkRecord], np.ndarray]]:
+    """The folder's chunks as its files: documents of the team folder ``1``, ``per_file`` chunks each."""
+    files = []
+    for start in range(0, len(records), per_file):
+        source_id = str(start // per_file)
+        doc = SourceDocument("file", source_id, f"Document {source_id}", "", 1_600_000_000, "v1", f"/f/{source_id}",
+                             f"/Team/{source_id}.md", extra={"team_folder": "1"})
+        recs = [ChunkRecord(f"file:{source_id}#{i}", f"file:{source_id}", record.text,
+                            {**record.metadata, "doc_type": "file", "source_id": source_id, "team_folder": "1"})
+                for i, record in enumerate(records[start : start + per_file])]
+        files.append((doc, recs, vectors[start : start + per_file]))
+    return files
+
+
+def _app_writes(pipeline: Pipeline, member: str, files: list[tuple[SourceDocument, list[ChunkRecord], np.ndarray]]) -> None:
+    """What the app does with each file a member's task fetched: a row if the space holds it, else a write."""
+    pending = []
+    for doc, recs, vectors in files:
+        ref = DocRef(member, "file", doc.source_id)
+        if not pipeline._join_space(doc, ref, pipeline.state.indexed(ref)):
+            pending.append(Written(Task(ref, "upsert", None, 0, 1), doc, recs, vectors))
+    for i in range(0, len(pending), WRITE_BATCH):
+        pipeline._write(member, pending[i : i + WRITE_BATCH])
+
+
 def build(layout: str, args: argparse.Namespace, where: Path) -> dict[str, float]:
     """Write the layout into ``where`` (a process of its own, so the next one opens it cold)."""
     rng = np.random.default_rng(7)
@@ -85,15 +117,19 @@ def build(layout: str, args: argparse.Namespace, where: Path) -> dict[str, float
     own, own_vectors, _ = synthetic(args.own, rng)
     store = VectorStore.embedded(where / "chroma", FixedEmbedder.model_id, DIM)
     keyword = KeywordIndex(where / "keyword.db")
+    state = IndexState(where / "state.db")
+    pipeline = Pipeline(state, dict, None, store, keyword, lambda: None, lambda user: True)  # type: ignore[arg-type]
+    files = _team_files(shared, shared_vectors, args.chunks_per_file)
     started = time.perf_counter()
-    if layout == "once":
-        _write(store, keyword, FOLDER, shared, shared_vectors)
     for member in _members(args.members):
         _write(store, keyword, member, _renamed(own, "-own"), own_vectors)
         if layout == "per-member":
             _write(store, keyword, member, shared, shared_vectors)
-    chunks = len(shared) * (args.members if layout == "per-member" else 1) + len(own) * args.members
-    return {"chunks": chunks, "build_s": time.perf_counter() - started}
+        else:
+            _app_writes(pipeline, member, files)
+    chunks = store.count(FOLDER) + sum(store.count(member) for member in _members(args.members))
+    rows = state._rows("SELECT COUNT(*) FROM documents")[0][0]
+    return {"chunks": chunks, "rows": rows, "build_s": time.perf_counter() - started}
 
 
 def measure(layout: str, args: argparse.Namespace, where: Path) -> dict[str, float]:
@@ -107,18 +143,18 @@ def measure(layout: str, args: argparse.Namespace, where: Path) -> dict[str, flo
     query_vector = shared_vectors[0] + 0.1 * rng.standard_normal(DIM).astype(np.float32)
     store = VectorStore.embedded(where / "chroma", FixedEmbedder.model_id, DIM)
     keyword = KeywordIndex(where / "keyword.db")
-    retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector))
+    state = IndexState(where / "state.db")
+    retriever = HybridRetriever(store, keyword, FixedEmbedder(query_vector), spaces=state)
     retriever.search_sync("nobody", queries[0], 10)  # Chroma's own start-up is not the layout's
     before = _rss_mb()
-    for member in [*members, *([FOLDER] if layout == "once" else [])]:
+    for member in members:  # each member's search opens their collection (and, stored once, the space)
         retriever.search_sync(member, queries[0], 10)
     opened = _rss_mb() - before
+    if layout == "once":  # the query is near the folder's first chunk: a member's search must come from the space
+        assert retriever.search_sync(members[-1], queries[0], 10, mode="dense")[0].doc_key == "file:0"
 
     def search(member: str, query: str) -> list:
-        hits = retriever.search_sync(member, query, 10)
-        if layout == "once":
-            hits = sorted(hits + retriever.search_sync(FOLDER, query, 10), key=lambda c: -c.score)[:10]
-        return hits
+        return retriever.search_sync(member, query, 10)
 
     who = rng.integers(0, len(members), size=len(queries))
     times = []
@@ -157,13 +193,13 @@ def main() -> None:
                 rows[layout].update(json.loads(out.strip().splitlines()[-1]))
     print(f"A team folder of {args.files:,} files ({args.files * args.chunks_per_file:,} chunks) shared by "
           f"{args.members} members, each with {args.own} chunks of their own; SYNTHETIC vectors and words\n")
-    print("| Layout | chunks stored | disk MB | memory MB (all members' collections open) | member search p50 ms | "
-          "p95 ms | build s |\n|---|---|---|---|---|---|---|")
-    for layout, name in (("per-member", "one copy per member (today)"), ("once", "stored once (ADR 0351)")):
+    print("| Layout | chunks stored | rows in the index state | disk MB | memory MB (all members' collections open) | "
+          "member search p50 ms | p95 ms | build s |\n|---|---|---|---|---|---|---|---|")
+    for layout, name in (("per-member", "one copy per member (before ADR 0352)"), ("once", "stored once (ADR 0352)")):
         if layout not in rows:
             continue
         r = rows[layout]
-        print(f"| {name} | {r['chunks']:,} | {r['disk_mb']:,.0f} | {r['memory_mb']:,.0f} | {r['p50_ms']:.1f} | "
+        print(f"| {name} | {r['chunks']:,} | {r['rows']:,} | {r['disk_mb']:,.0f} | {r['memory_mb']:,.0f} | {r['p50_ms']:.1f} | "
               f"{r['p95_ms']:.1f} | {r['build_s']:.0f} |")
     print(f"\nLoad average at start {load_at_start:.1f}, at end {os.getloadavg()[0]:.1f}, on {os.cpu_count()} CPUs")
 

@@ -140,7 +140,7 @@ async def test_the_first_pass_indexes_the_folder_for_both_members_and_counts_it(
         assert [hit.get("shared_by") for hit in hits if hit["id"] == charter] == ["team folder"]
         status = await stack.status(member)
         assert status["sources"]["file"]["team_folders"] == [
-            {"name": FOLDER, "path": f"/{FOLDER}", "id": str(teamed[1]), "indexed": 1}]
+            {"name": FOLDER, "path": f"/{FOLDER}", "id": str(teamed[1]), "indexed": 1, "stored_once": 1}]
     assert charter not in await ids(stack, OUTSIDER, "quillomber charter Thursdays")
     assert (await stack.status(OUTSIDER))["sources"]["file"]["team_folders"] == []
 

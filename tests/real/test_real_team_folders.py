@@ -91,6 +91,14 @@ async def test_both_members_find_the_folder_and_the_status_says_it_is_shared(rea
         folders = await _team_folders(real, member)
         assert [(f["name"], f["id"]) for f in folders] == [(FOLDER, str(team))]
         assert folders[0]["indexed"] >= 1
+        assert folders[0]["stored_once"] == folders[0]["indexed"]  # every one of them in the folder's space
+    # Stored once (ADR 0352): the charter's chunks in the folder's space, a row for each member beside it.
+    space = f"team-folder:{team}"
+    [(charter_id,)] = real.db_rows("SELECT source_id FROM documents WHERE user = 'alice' AND location = ?",
+                                   (f"/{FOLDER}/{CHARTER[0]}",))
+    assert real.db_rows("SELECT COUNT(*) FROM space_docs WHERE space = ? AND source_id = ?", (space, charter_id)) == [(1,)]
+    assert sorted(real.db_rows("SELECT user, space FROM documents WHERE doc_type = 'file' AND source_id = ?",
+                               (charter_id,))) == [("alice", space), ("bob", space)]
     assert CHARTER[0] not in await real.titles("admin", "quillomber charter Thursdays")
     assert await _team_folders(real, "admin") == []
 
@@ -181,6 +189,9 @@ async def test_a_removed_member_and_a_deleted_folder_leave_nothing(real: RealSta
 
     await real.eventually(alice_lost_it, timeout=120)
     assert CHARTER[0] not in await real.titles("alice", "quillomber charter Thursdays")
+    # Nothing of the folder's space is left: no document it held, no row naming it (ADR 0352).
+    assert real.db_rows("SELECT COUNT(*) FROM space_docs") == [(0,)]
+    assert real.db_rows("SELECT COUNT(*) FROM documents WHERE space IS NOT NULL") == [(0,)]
 
 
 async def _files(real: RealStack, user: str) -> dict:

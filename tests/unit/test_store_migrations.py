@@ -74,9 +74,10 @@ def write(path: Path, script: str) -> None:
 def test_the_first_index_state_is_migrated_and_keeps_its_queue_index_and_choices(tmp_path: Path) -> None:
     write(tmp_path / "state.db", FIRST_STATE)
     state = IndexState(tmp_path / "state.db")
-    assert version(state._db) == 4
+    assert version(state._db) == 6
     assert {"account_id"} <= columns(state._db, "users") and {"priority"} <= columns(state._db, "tasks")
     assert "location" in columns(state._db, "skipped")
+    assert "space" in columns(state._db, "documents")  # ADR 0352: where each row's chunks are
     assert state.indexed(DocRef("alice", "note", "3")).title == "Tea"
     assert state.user_choice("alice") is True and state.get_meta("model_id") == "e5-small"
     assert state.skipped_versions("alice", "file") == {"41": "v"}  # a folder is no skipped file
@@ -84,7 +85,7 @@ def test_the_first_index_state_is_migrated_and_keeps_its_queue_index_and_choices
     assert task.ref == DocRef("alice", "note", "7")
     state.close()
     reopened = IndexState(tmp_path / "state.db")  # nothing left to run
-    assert version(reopened._db) == 4 and reopened.pending_count() == 1
+    assert version(reopened._db) == 6 and reopened.pending_count() == 1
     reopened.close()
 
 
@@ -118,7 +119,7 @@ def test_the_first_oauth_grants_are_migrated_and_still_hold(tmp_path: Path) -> N
 def test_a_new_file_starts_at_the_last_version(tmp_path: Path) -> None:
     state, keyword, oauth = (IndexState(tmp_path / "s.db"), KeywordIndex(tmp_path / "k.db"),
                              OAuthStore(tmp_path / "o.db"))
-    assert (version(state._db), version(keyword._db), version(oauth._db)) == (4, 2, 2)
+    assert (version(state._db), version(keyword._db), version(oauth._db)) == (6, 2, 2)
 
 
 def test_a_step_that_fails_leaves_the_file_at_its_last_good_version(tmp_path: Path) -> None:

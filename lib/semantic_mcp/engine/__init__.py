@@ -79,7 +79,7 @@ class Engine(SettingsComponents):
         self.search = SearchService(
             HybridRetriever(
                 Current(self.store), self.keyword, Current(self.embedder),
-                Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(),
+                Fusion.rrf() if deployment.search_fusion == "rrf" else Fusion(), spaces=self.state,
             ),
             self.verifier, public_url or nc.base_url, reranker=rerank.from_setting(deployment.search_rerank),
             before_retrieval=functools.partial(self.accounts.confirm_same_person, timeout=self.verifier.timeout),
@@ -108,6 +108,7 @@ class Engine(SettingsComponents):
         self.state.set_user_enabled(user, False)
         await asyncio.to_thread(self.store().delete_user, user)
         await asyncio.to_thread(self.keyword.delete_user, user)
+        await asyncio.to_thread(self.pipeline.spaces.sweep)  # their rows went: what only they read leaves its space
         log.info("Indexing disabled for %s; their vectors were deleted", user)
 
     async def users(self) -> list[str]:
@@ -126,6 +127,7 @@ class Engine(SettingsComponents):
         self.state.delete_user(user)
         self.keyword.delete_user(user)
         self.store().delete_user(user)
+        self.pipeline.spaces.sweep()  # only their rows in the shared spaces: what nobody else reads leaves
 
     # --- events and reconciliation --------------------------------------------------------------
 

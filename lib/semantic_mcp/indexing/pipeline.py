@@ -30,6 +30,7 @@ from ..workers.parser_process import ParserFailed, parse_owner
 from ..stores.vectors import VectorStore
 from .stages import Stages
 from .queue import OCR_PAYLOAD, Task
+from .shared_spaces import SharedSpaces, space_of
 from .state import IndexState
 from .writing import EmbedAndWrite, PipelineStats, Written
 
@@ -84,6 +85,7 @@ class Pipeline(EmbedAndWrite):
         backoff_seconds: float = 2.0,
     ) -> None:
         self.state = state
+        self.spaces = SharedSpaces(state, store, keyword)
         self._sources = sources
         self.nc = nc
         self.store = store
@@ -201,8 +203,12 @@ class Pipeline(EmbedAndWrite):
             self.state.complete(task)
             return None
         known = self.state.indexed(ref)
-        if known and known.version == doc.version and known.location == doc.location and known.title == doc.title:
+        if (known and known.version == doc.version and known.location == doc.location and known.title == doc.title
+                and known.space == space_of(doc)):
             self.state.complete(task)  # duplicate or late event: nothing changed, nothing to embed
+            return None
+        if await asyncio.to_thread(self._join_space, doc, ref, known):
+            self._completed(task)  # a team folder's file its space holds already: one row, nothing embedded
             return None
         return doc
 
@@ -219,9 +225,13 @@ class Pipeline(EmbedAndWrite):
         return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))  # ADR 0530
 
     async def _delete(self, ref: DocRef) -> None:
+        known = self.state.indexed(ref)
         await asyncio.to_thread(self.store.delete_doc, ref.user, ref.key)
         await asyncio.to_thread(self.keyword.delete_doc, ref.user, ref.key)
-        self.state.forget(ref)
+        if known is not None and known.space is not None:  # the user's row goes; the chunks with the last one
+            await asyncio.to_thread(self.spaces.release_row, known.space, ref)
+        else:
+            self.state.forget(ref)
         self.stats.deleted += 1
 
     def _parse_failed(self, task: Task, reason: str, version: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from ..core.documents import DocRef, DocType
 from ..stores.migrations import add_column, is_new, migrate, run_sql
 from .queue import CATCHING_UP, OCR, ONE_DOC, TaskQueue, doc_key, row_ref
+from .shared_spaces import MIGRATION as SHARED_SPACES, SPACE_DOCS_SCHEMA, SpaceRecords
 from .team_folder_records import TEAM_FOLDERS_SCHEMA, TeamFolderRecords
 from .turns import Turns
 from .user_records import UserRecords
@@ -77,7 +78,7 @@ CREATE TABLE IF NOT EXISTS users (
     account_id TEXT              -- the account's identity when last seen (accounts.py): a new one means a new person
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-""" + TEAM_FOLDERS_SCHEMA
+""" + TEAM_FOLDERS_SCHEMA + SPACE_DOCS_SCHEMA
 
 # The layouts since the first, in order (stores/migrations.py); append, never change or reorder.
 _MIGRATIONS = (
@@ -87,6 +88,8 @@ _MIGRATIONS = (
         CREATE INDEX IF NOT EXISTS tasks_turns ON tasks (priority, running, user, enqueued_at, not_before);
         DELETE FROM skipped WHERE reason = 'folder'"""),  # the index covers claim()'s queries
     add_column("skipped", "location", "TEXT NOT NULL DEFAULT ''"),  # rows from before: forgotten at a full pass
+    add_column("documents", "space", "TEXT"),  # where a document's chunks are: NULL, the user's own (ADR 0352)
+    SHARED_SPACES,
 )
 
 
@@ -97,9 +100,11 @@ class IndexedDoc:
     location: str
     title: str
     chunk_count: int
+    space: str | None = None  # the shared space its chunks are in; None: the user's own collection
 
 
-class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
+
+class IndexState(TaskQueue, UserRecords, TeamFolderRecords, SpaceRecords):
     """All durable indexing state. Thread-safe: the pipeline calls it from worker threads too."""
 
     def __init__(self, path: Path) -> None:
@@ -181,13 +186,14 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
         )
         return [row_ref(row) for row in rows]
 
-    def record_indexed(self, ref: DocRef, version: str, location: str, title: str, chunk_count: int, modified: int) -> None:
+    def record_indexed(self, ref: DocRef, version: str, location: str, title: str, chunk_count: int, modified: int,
+                       space: str | None = None) -> None:
         with self._tx() as db:
             db.execute(
                 """INSERT OR REPLACE INTO documents
-                   (user, doc_type, source_id, version, location, title, chunk_count, modified, indexed_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (*doc_key(ref), version, location, title, chunk_count, modified, time.time()),
+                   (user, doc_type, source_id, version, location, title, chunk_count, modified, indexed_at, space)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (*doc_key(ref), version, location, title, chunk_count, modified, time.time(), space),
             )
             db.execute(f"DELETE FROM skipped WHERE {ONE_DOC}", doc_key(ref))
 
@@ -213,7 +219,7 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
     def forget_everything_indexed(self) -> None:
         """For a new embedding model: forget what is indexed and every cursor (not who opted in)."""
         with self._tx() as db:
-            for table in ("documents", "skipped", "cursors"):
+            for table in ("documents", "skipped", "cursors", "space_docs"):
                 db.execute(f"DELETE FROM {table}")
 
     # --- cursors, status and meta ------------------------------------------------------------
@@ -274,4 +280,4 @@ class IndexState(TaskQueue, UserRecords, TeamFolderRecords):
 
 
 def _indexed(row: sqlite3.Row) -> IndexedDoc:
-    return IndexedDoc(row_ref(row), row["version"], row["location"], row["title"], row["chunk_count"])
+    return IndexedDoc(row_ref(row), row["version"], row["location"], row["title"], row["chunk_count"], row["space"])

@@ -20,8 +20,10 @@ from ..stores.keyword import KeywordIndex
 from ..stores.vectors import ChunkRecord, VectorStore
 from ..workers.parser_process import ParserFailed, run_parser
 from .queue import Task
+from ..core.documents import DocRef
 from .records import chunk_batch
-from .state import IndexState
+from .shared_spaces import SharedSpaces, SpaceDoc, space_of
+from .state import IndexedDoc, IndexState
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,7 @@ class EmbedAndWrite:
     """Part of :class:`~.pipeline.Pipeline`: its embed and write stages."""
 
     state: IndexState  # provided by Pipeline
+    spaces: SharedSpaces
     store: VectorStore
     keyword: KeywordIndex
     stats: PipelineStats
@@ -136,21 +139,73 @@ class EmbedAndWrite:
     def _write(self, user: str, group: list[Written]) -> None:
         """Chunks and ledger of documents of one user; a crash between the writes is harmless (chunk
         ids are deterministic, and the tasks are completed only after). The keyword index first: it
-        holds the texts hits show (ADR 0566), and a chunk it has that Chroma lacks is not served."""
-        recs = [rec for written in group for rec in written.recs]
+        holds the texts hits show (ADR 0566), and a chunk it has that Chroma lacks is not served.
+        A team folder's documents go to its shared space instead (ADR 0352)."""
+        own = [written for written in group if space_of(written.doc) is None]
+        recs = [rec for written in own for rec in written.recs]
         if recs:
             self.keyword.upsert(user, recs)
-            self.store.upsert(user, recs, np.concatenate([written.vectors for written in group]))
+            self.store.upsert(user, recs, np.concatenate([written.vectors for written in own]))
         stale = []  # chunks a document that shrank no longer has
-        for written in group:
+        for written in own:
             previous = self.state.indexed(written.task.ref)
-            if previous and previous.chunk_count > len(written.recs):
+            if previous and previous.space is None and previous.chunk_count > len(written.recs):
                 stale += [f"{written.task.ref.key}#{i}" for i in range(len(written.recs), previous.chunk_count)]
         if stale:
             self.store.delete_chunks(user, stale)
             self.keyword.delete_chunks(user, stale)
         for written in group:
-            doc = written.doc
-            self.state.record_indexed(written.task.ref, doc.version, doc.location, doc.title, len(written.recs),
-                                      doc.modified)
-            log.info("Indexed %s for %s: %d chunk(s)", written.task.ref.key, written.task.ref.user, len(written.recs))
+            if (space := space_of(written.doc)) is not None:
+                self._write_shared(space, written)
+                continue
+            previous = self.state.indexed(written.task.ref)
+            self._record(written.task.ref, written.doc, len(written.recs), None)
+            if previous is not None and previous.space is not None:  # it left a team folder for the user's own
+                self.spaces.release(previous.space, written.task.ref)
+
+    def _write_shared(self, space: str, written: Written) -> None:
+        """A team folder's document into its space (unless a member's task wrote this version meanwhile),
+        then the user's row; the user's own copy from before goes once the space holds it."""
+        ref, doc = written.task.ref, written.doc
+        with self.spaces.lock:
+            held = self.state.space_doc(space, ref)
+            if held is None or not held.holds(doc):
+                if written.recs:
+                    self.keyword.upsert(space, written.recs)
+                    self.store.upsert(space, written.recs, written.vectors)
+                if held is not None and held.chunk_count > len(written.recs):
+                    shrunk = [f"{ref.key}#{i}" for i in range(len(written.recs), held.chunk_count)]
+                    self.store.delete_chunks(space, shrunk)
+                    self.keyword.delete_chunks(space, shrunk)
+                self.state.record_space_doc(space, ref, SpaceDoc(doc.version, doc.location, doc.title,
+                                                                 len(written.recs)))
+            self._placed(ref, doc, space, self.state.indexed(ref))
+
+    def _join_space(self, doc: SourceDocument, ref: DocRef, known: IndexedDoc | None) -> bool:
+        """Record ``ref.user``'s row for a team folder's document its space holds at this version
+        already (another member's task wrote it): nothing to chunk, embed or store. False otherwise."""
+        space = space_of(doc)
+        if space is None:
+            return False
+        with self.spaces.lock:
+            held = self.state.space_doc(space, ref)
+            if held is None or not held.holds(doc):
+                return False
+            self._placed(ref, doc, space, known)
+        return True
+
+    def _placed(self, ref: DocRef, doc: SourceDocument, space: str, previous: IndexedDoc | None) -> None:
+        """The user's row for a document in ``space``; where its chunks were before for them goes."""
+        held = self.state.space_doc(space, ref)
+        self._record(ref, doc, held.chunk_count if held else 0, space)
+        if previous is None or previous.space == space:
+            return
+        if previous.space is None:  # the user's own copy (from before spaces, or before it moved in)
+            self.store.delete_doc(ref.user, ref.key)
+            self.keyword.delete_doc(ref.user, ref.key)
+        else:
+            self.spaces.release(previous.space, ref)
+
+    def _record(self, ref: DocRef, doc: SourceDocument, chunk_count: int, space: str | None) -> None:
+        self.state.record_indexed(ref, doc.version, doc.location, doc.title, chunk_count, doc.modified, space)
+        log.info("Indexed %s for %s: %d chunk(s)%s", ref.key, ref.user, chunk_count, f" in {space}" if space else "")

@@ -62,8 +62,11 @@ def sync_status(engine: Engine, user: str) -> dict[str, Any]:
 def team_folder_status(engine: Engine, user: str) -> list[dict[str, Any]]:
     """The user's team folders and how many of their indexed files lie in each: the files are counted
     in ``indexed`` once for every member who sees them, and this says which of those are shared."""
-    mounts = engine.state.team_folders(user)
-    return [{"name": mount.lstrip("/"), "path": mount, "id": folder_id,
-             "indexed": sum(doc.ref.doc_type == "file" for doc in engine.state.under_location(user, mount))}
-            for folder_id, mount in sorted(mounts.items(), key=lambda item: item[1])]
+    folders = []
+    for folder_id, mount in sorted(engine.state.team_folders(user).items(), key=lambda item: item[1]):
+        files = [doc for doc in engine.state.under_location(user, mount) if doc.ref.doc_type == "file"]
+        # stored_once: those whose chunks are the folder's shared space's, stored once for all its members
+        folders.append({"name": mount.lstrip("/"), "path": mount, "id": folder_id, "indexed": len(files),
+                        "stored_once": sum(doc.space is not None for doc in files)})
+    return folders
 

@@ -21,10 +21,10 @@ chosen over eleven sets by ``bench/retrieval_quality.py``: docs/adr/0250, 0270 a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Container, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -40,6 +40,19 @@ from .filtered_dense import FilteredDense
 from .noise import NoiseFloor
 
 Mode = Literal["hybrid", "dense", "keyword"]
+
+
+class Spaces(Protocol):
+    """Who may be served what of the shared spaces (ADR 0352; the index state's rows)."""
+
+    def user_spaces(self, user: str) -> dict[str, tuple[int, int]]:
+        """space -> (documents ``user`` has a row for there, documents it holds)."""
+
+    def readable_in(self, user: str, space: str, doc_keys: Collection[str]) -> set[str]:
+        """Those of ``doc_keys`` ``user`` has a row for in ``space``."""
+
+
+MAX_SPACE_OVERFETCH = 8  # a member an ACL leaves a small part of a space: candidates asked per result, at most
 
 
 @dataclass(frozen=True)
@@ -125,8 +138,10 @@ class HybridRetriever:
         embedder: Embedder,
         fusion: Fusion | None = None,
         filtered: FilteredDense | None = None,
+        spaces: Spaces | None = None,
     ) -> None:
         self.store = store
+        self.spaces = spaces
         self.keyword = keyword
         self.embedder = embedder
         self.fusion = fusion or Fusion()
@@ -241,7 +256,7 @@ class HybridRetriever:
         return await asyncio.to_thread(self.search_sync, user, query, k, filters, mode, keyword_query=keyword_query)
 
     def _gather(self, user: str, query: str, terms: str, depth: int, filters: SearchFilters,
-                mode: Mode) -> _Gathered:
+                mode: Mode, vector: np.ndarray | None = None) -> _Gathered:
         """What the legs find for the query (``terms``: what the keyword leg matches): the dense leg's
         chunks with their cosines, the keyword leg's BM25 hits, and a cosine for each chunk only BM25
         found (from its stored vector). The keyword leg runs beside the dense one when Chroma is a server."""
@@ -250,7 +265,7 @@ class HybridRetriever:
         if mode == "hybrid" and not self.store.in_process:
             keyword_leg = self._keyword_leg.submit(self._keyword_leg_with_vectors, user, terms, depth, filters)
         if mode in ("hybrid", "dense"):
-            found.vector = self.embedder.embed_query(query)
+            found.vector = vector if vector is not None else self.embedder.embed_query(query)
             for hit in self.filtered.hits(self.store, self.keyword, user, found.vector, depth, filters):
                 if filters.matches(hit.metadata):
                     found.dense_ids.append(hit.chunk_id)
@@ -277,11 +292,39 @@ class HybridRetriever:
         self, user: str, query: str, k: int, filters: SearchFilters | None = None, mode: Mode = "hybrid",
         *, keyword_query: str | None = None,
     ) -> list[Candidate]:
-        """:meth:`search`, for callers already in a worker thread (and the benchmarks)."""
+        """:meth:`search`, for callers already in a worker thread (and the benchmarks).
+
+        Besides the user's own collection, each shared space they have rows in (their team folders,
+        ADR 0352) is asked; a space's candidates count only for documents the user has a row for, and
+        all are merged by calibrated score. The rows are a pre-filter: every hit is re-checked as the
+        caller after this, as any other."""
         filters = filters or SearchFilters()
         if not query.strip() or k <= 0:
             return []
-        found = self._gather(user, query, keyword_query or query, k * self.fusion.depth, filters, mode)
+        found, vector = self._search_collection(user, query, k, filters, mode, keyword_query)
+        # The rows are read after the user's own collection was: a document moving into its space is in the
+        # space before its row says so, and leaves the user's collection only after (indexing/writing.py).
+        spaces = self.spaces.user_spaces(user) if self.spaces is not None else {}
+        if not spaces:
+            return found
+        for space, (mine, size) in spaces.items():
+            # Over-fetched by the share of the space the user may not be served (an ACL's denied subfolder).
+            ask = k * min(MAX_SPACE_OVERFETCH, -(-max(size, 1) // max(mine, 1)))
+            candidates, _ = self._search_collection(space, query, ask, filters, mode, keyword_query, vector)
+            readable = self.spaces.readable_in(user, space, {c.doc_key for c in candidates})
+            found += [c for c in candidates if c.doc_key in readable]
+        merged: dict[str, Candidate] = {}  # a document moving into its space is briefly in both: its best once
+        for candidate in sorted(found, key=lambda c: (-c.score, -(c.dense_score or 0.0), c.doc_key)):
+            merged.setdefault(candidate.doc_key, candidate)
+        return list(merged.values())[:k]
+
+    def _search_collection(
+        self, user: str, query: str, k: int, filters: SearchFilters, mode: Mode, keyword_query: str | None,
+        vector: np.ndarray | None = None,
+    ) -> tuple[list[Candidate], np.ndarray | None]:
+        """The ``k`` best documents of one collection (a user's own or a shared space), best first, and the
+        query's vector (embedded once for every collection a search asks)."""
+        found = self._gather(user, query, keyword_query or query, k * self.fusion.depth, filters, mode, vector)
         vector, doc_of, records = found.vector, found.doc_of, found.records
         dense_ids, dense_best, dense_cos, keyword_hits = (found.dense_ids, found.dense_best, found.dense_cos,
                                                           found.keyword_hits)
@@ -328,4 +371,4 @@ class HybridRetriever:
                     legs=tuple(leg for leg in legs if doc_key in doc_ranks[leg]),
                 )
             )
-        return candidates
+        return candidates, vector
