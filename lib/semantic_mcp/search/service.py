@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..core.filters import SearchFilters
-from .intent import QueryIntent, apply_intent
+from .intent import QueryIntent, apply_intent, holds_named_role
 from .item_fields import FOLLOWING, at_search_time, due_filters, due_first, reach_line
 from .rerank import Reranker
 from .score_order import in_score_order
@@ -202,13 +202,16 @@ class SearchService:
         # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
         calibration = self.retriever.calibration()
         named_kinds = set(intent.doc_types) if intent is not None else set()
+        def role(c: Any) -> bool:  # the contact holding the role the question names (search/roles.py, ADR 0721)
+            return intent is not None and holds_named_role(intent, c.metadata, c.text)
         if score_threshold is None:
             cut_off, rule = calibration.cut_off, calibration
-            passing = default_cut(calibration, candidates, named_kinds)
+            passing = default_cut(calibration, candidates, named_kinds, preferred=role)
         else:
             cut_off, rule = score_threshold, None
             passing = [c for c in candidates if c.score >= cut_off]
-        cut_notes = cut_off_notes(candidates, passing, cut_off, limit, calibration=rule, named_kinds=named_kinds)
+        cut_notes = cut_off_notes(candidates, passing, cut_off, limit, calibration=rule, named_kinds=named_kinds,
+                                  preferred=role)
         candidates = passing
         if intent is not None and intent.due is not None and (dated := due_filters(filters, intent.due, intent.now)):
             # Overdue or due-soon cards are found by their due date and done state, whatever the cut-off.
