@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from semantic_mcp.search.calibration import CALIBRATIONS, default_cut
 from semantic_mcp.search.cut_notes import cut_off_notes
-from semantic_mcp.search.intent import apply_intent, holds_named_role, read_intent
+from semantic_mcp.search.intent import apply_intent, read_intent
 from semantic_mcp.search.roles import holds_role, read_roles
 
 E5 = CALIBRATIONS["multilingual-e5-small-q4"]
@@ -38,7 +38,7 @@ def test_the_contact_holding_the_role_is_vouched_for_and_first_over_one_closer_i
     intent = read_intent("Wie erreiche ich den Klempner?", NOW)
     erin = contact("Erin Schmidt", "Nextcloud GmbH", 0.35, 0.004)  # the demo's figures before ADR 0721
     dave = contact("Dave Miller", "Miller Plumbing", 0.2995, -0.00003)
-    role = lambda c: holds_named_role(intent, c.metadata, c.text)  # noqa: E731
+    role = intent.names_role_of
     assert [c.name for c in default_cut(E5, [erin, dave], {"contact"})] == ["Erin Schmidt"]  # no role: as before
     assert [c.name for c in default_cut(E5, [erin, dave], {"contact"}, preferred=role)] == ["Dave Miller"]
     assert [c.name for c in apply_intent([erin, dave], intent)] == ["Dave Miller", "Erin Schmidt"]
@@ -46,7 +46,7 @@ def test_the_contact_holding_the_role_is_vouched_for_and_first_over_one_closer_i
 
 def test_the_role_waives_the_floor_not_the_cut_off_and_the_note_quotes_the_rule_applied() -> None:
     intent = read_intent("Comment joindre le plombier ?", NOW)
-    role = lambda c: holds_named_role(intent, c.metadata, c.text)  # noqa: E731
+    role = intent.names_role_of
     carol = contact("Carol Jones", "Smile Dental", 0.46, 0.011)
     dave = contact("Dave Miller", "Miller Plumbing", 0.36, -0.00003)  # the demo's figures: just under the floor
     assert default_cut(E5, [carol, dave], {"contact"}, preferred=role) == [dave]

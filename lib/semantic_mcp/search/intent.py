@@ -103,6 +103,12 @@ class QueryIntent:
     due_cues: tuple[str, ...] = ()
     role_cues: tuple[str, ...] = ()
 
+    def names_role_of(self, candidate: Any) -> bool:
+        """Whether ``candidate`` (with ``metadata`` and ``text``) is a contact holding the role the question names
+        (search/roles.py): the one its kind vouches for (``calibration.default_cut``'s ``preferred``, ADR 0721)."""
+        return (bool(self.roles) and candidate.metadata.get("doc_type") == "contact"
+                and holds_role(self.roles, candidate.text or "", candidate.metadata))
+
     @property
     def is_empty(self) -> bool:
         return self.direction is None and self.window is None and not self.doc_types and self.due is None
@@ -200,11 +206,6 @@ def _matches_direction(intent: QueryIntent, metadata: dict[str, Any]) -> bool:
     return (intent.direction == "upcoming") == upcoming
 
 
-def holds_named_role(intent: QueryIntent, metadata: dict[str, Any], text: str = "") -> bool:
-    """Whether an item is a contact holding the role the question names (search/roles.py)."""
-    return bool(intent.roles) and metadata.get("doc_type") == "contact" and holds_role(intent.roles, text, metadata)
-
-
 def boost(intent: QueryIntent, metadata: dict[str, Any]) -> float:
     """How much ``intent`` favours an item, as a share of the best candidate's score."""
     total = 0.0
@@ -234,7 +235,7 @@ def apply_intent(candidates: Iterable[Any], intent: QueryIntent | None) -> list[
     keyed.sort(key=lambda item: (item[0], item[1]), reverse=True)
     ordered = [c for _, _, c in keyed]
     if intent.roles:  # the contact holding the role asked for is the answer, whatever the language (search/roles.py)
-        ordered.sort(key=lambda c: not holds_named_role(intent, c.metadata, c.text))
+        ordered.sort(key=lambda c: not intent.names_role_of(c))
     if intent.direction is None:
         return ordered
     # The dated items that match the direction and lie in the leading band swap places among

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..core.filters import SearchFilters
-from .intent import QueryIntent, apply_intent, holds_named_role
+from .intent import QueryIntent, apply_intent
 from .item_fields import FOLLOWING, at_search_time, due_filters, due_first, reach_line
 from .rerank import Reranker
 from .score_order import in_score_order
@@ -202,8 +202,7 @@ class SearchService:
         # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
         calibration = self.retriever.calibration()
         named_kinds = set(intent.doc_types) if intent is not None else set()
-        def role(c: Any) -> bool:  # the contact holding the role the question names (search/roles.py, ADR 0721)
-            return intent is not None and holds_named_role(intent, c.metadata, c.text)
+        role = intent.names_role_of if intent is not None else (lambda _: False)  # ADR 0721
         if score_threshold is None:
             cut_off, rule = calibration.cut_off, calibration
             passing = default_cut(calibration, candidates, named_kinds, preferred=role)
