@@ -53,13 +53,6 @@ RULES = {
     **{f"plain 0.02, token 0.1 + exact 0.04, rare {r}": (4, Setting(f"w 0.02 plain, 0.1 + e 0.04 named, rare {r}", 0.02,
                                                                    0.04, token_weight=0.1, rare_term_chunks=r))
        for r in (1, 3, 10)},
-    # The plain weight scores (the cut-off's evidence) but orders a plain query's candidates only by this (ADR 0721).
-    **{f"plain 0.02 scores, orders {o}; token 0.1 + exact 0.04, rare 3": (
-        5, Setting(f"w 0.02 plain ordering {o}, 0.1 + e 0.04 named, rare 3", 0.02, 0.04, token_weight=0.1,
-                   rare_term_chunks=3, plain_order_weight=o)) for o in (0.0, 0.01)},
-    **{f"plain 0.02 scores, orders 0 unless rare {r}; token 0.1 + exact 0.04, rare 3": (
-        5, Setting(f"w 0.02 plain ordering 0 unless rare {r}, 0.1 + e 0.04 named, rare 3", 0.02, 0.04, token_weight=0.1,
-                   rare_term_chunks=3, plain_order_weight=0.0, order_rare_chunks=r)) for r in (3, 10, 30, 100)},
 }
 SHIPPED = "plain 0.02, token 0.1 + exact 0.04, rare 3"  # the default calibration's (ADR 0720)
 BEFORE = "plain 0.02, token 0.1 + exact 0.04"  # ADR 0273's
@@ -76,13 +69,6 @@ def prefixed(data: Dataset) -> Dataset:
     tag = family(data.name)
     return Dataset(data.name, [replace(d, source_id=f"{tag}/{d.source_id}") for d in data.docs], data.queries,
                    {q: {f"{tag}/{d}": g for d, g in grades.items()} for q, grades in data.qrels.items()})
-
-
-def widened(retriever: HybridRetriever, ef_search: int | None) -> HybridRetriever:
-    """``retriever`` with its Chroma collection searched ``ef_search`` wide (None: Chroma's default)."""
-    if ef_search is not None:
-        retriever.store._collection(USER, create=False).modify(configuration={"hnsw": {"ef_search": ef_search}})
-    return retriever
 
 
 def per_query(retriever: HybridRetriever, data: Dataset, mode: Mode) -> np.ndarray:
@@ -112,8 +98,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(SETS))
     parser.add_argument("--tune", nargs="+", default=list(TUNE), help="the sets the rule is chosen on")
-    parser.add_argument("--ef-search", type=int, default=None,
-                        help="Chroma's HNSW search breadth for both legs (default Chroma's, 100)")
     args = parser.parse_args()
     embedder = QueryMemo(make_embedder(cache_path=CACHE))
     sets = {name: prefixed(load(name)) for name in args.sets}
@@ -123,9 +107,9 @@ def main() -> None:
     errors: dict[str, dict[tuple[str, str], float]] = {rule: {} for rule in RULES}
     probe: dict[str, dict[tuple[str, str], float]] = {rule: {} for rule in RULES}
     with tempfile.TemporaryDirectory() as tmp:
-        pool = widened(build(Dataset("pooled", pool_docs, {}, {}), embedder, Path(tmp)), args.ef_search)
+        pool = build(Dataset("pooled", pool_docs, {}, {}), embedder, Path(tmp))
         for name, data in sets.items():
-            alone = widened(build(data, embedder, Path(tmp)), args.ef_search)
+            alone = build(data, embedder, Path(tmp))
             exact = probes(data)
             for size, retriever in zip(SIZES, (alone, pool), strict=True):
                 retriever.store, retriever.keyword = Memo(retriever.store), Memo(retriever.keyword)  # type: ignore[assignment]

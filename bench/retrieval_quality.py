@@ -202,13 +202,11 @@ class Setting:
     # queries that show a code, number or name (search/tokens.py); the others get ``keyword_weight`` and no bonus
     plain_rule: str | None = None  # a name of ``PLAIN_RULES``: the plain-query weight x what the candidates show
     rare_term_chunks: int | None = None  # ``Calibration.rare_term_chunks``: the token fusion needs a word this few chunks hold
-    plain_order_weight: float | None = None  # ``Calibration.plain_order_weight``: what orders a plain query's candidates
-    order_rare_chunks: int | None = None
 
     def apply(self, retriever: HybridRetriever, base: Calibration) -> None:
         calibration = UNCALIBRATED if self.relative else replace(
             base, keyword_weight=self.keyword_weight, exact_bonus=self.exact_bonus, token_weight=self.token_weight,
-            rare_term_chunks=self.rare_term_chunks, plain_order_weight=self.plain_order_weight, order_rare_chunks=self.order_rare_chunks)
+            rare_term_chunks=self.rare_term_chunks)
         retriever.calibration = lambda: calibration  # type: ignore[method-assign]
         retriever.fusion = Fusion.rrf() if self.rrf else Fusion()
         retriever.__dict__.pop("_mix", None)

@@ -1,6 +1,6 @@
 """The plumber asked for in German, French or Spanish on `make demo`'s data: the contact who is the plumber
 comes first with his e-mail and phone, not the contact whose name reads closest to the question's language
-(ADR 0721). Before, "Wie erreiche ich den Klempner?" put Erin Schmidt first, "Comment joindre le plombier ?"
+(ADR 0722). Before, "Wie erreiche ich den Klempner?" put Erin Schmidt first, "Comment joindre le plombier ?"
 Carol Jones, and "¿Cómo contacto al fontanero?" returned nothing: e5-small does not tie those words to
 "Miller Plumbing"."""
 

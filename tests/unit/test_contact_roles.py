@@ -1,4 +1,4 @@
-"""The role a question names for the contact it wants, in any language the app reads (ADR 0721): "Klempner",
+"""The role a question names for the contact it wants, in any language the app reads (ADR 0722): "Klempner",
 "plombier" and "fontanero" point to the contact of Miller Plumbing, which the kind then vouches for (before
 a contact that merely reads closer to the question's language) and which clears the noise floor on that word."""
 
@@ -36,7 +36,7 @@ def test_a_role_is_read_only_when_the_question_asks_for_a_contact() -> None:
 
 def test_the_contact_holding_the_role_is_vouched_for_and_first_over_one_closer_in_meaning() -> None:
     intent = read_intent("Wie erreiche ich den Klempner?", NOW)
-    erin = contact("Erin Schmidt", "Nextcloud GmbH", 0.35, 0.004)  # the demo's figures before ADR 0721
+    erin = contact("Erin Schmidt", "Nextcloud GmbH", 0.35, 0.004)  # the demo's figures before ADR 0722
     dave = contact("Dave Miller", "Miller Plumbing", 0.2995, -0.00003)
     role = intent.names_role_of
     assert [c.name for c in default_cut(E5, [erin, dave], {"contact"})] == ["Erin Schmidt"]  # no role: as before

@@ -77,11 +77,6 @@ class Calibration:
     # are held by hundreds of passages of a 5,000-entity corpus, and lifting them ranked it below dense. None:
     # the query's text alone decides.
     rare_term_chunks: int | None = None
-    # The keyword weight that ORDERS a plain query's candidates (ADR 0721), apart from ``keyword_weight``, which
-    # scores them (evidence an answer is an answer, for the cut-off). None: the score's weight orders them too.
-    plain_order_weight: float | None = None
-    order_rare_chunks: int | None = None  # EXPERIMENT: plain order weight only when no word is held by at most this many
-    order_weight: float | None = None  # set by :meth:`for_query` for a plain query: what :meth:`ranked` uses
 
     def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0,
                   rarest: int | None = None) -> Calibration:
@@ -99,21 +94,13 @@ class Calibration:
         unreadable = (self.noise_margin is not None and best_above_noise is not None
                       and best_above_noise < self.noise_margin and best_coverage >= NOISE_FLOOR_WAIVED_COVERAGE)
         token = shows_token(query) and (rarest is None or self.rare_term_chunks is None or rarest <= self.rare_term_chunks)
-        weights = ({"keyword_weight": self.token_weight} if token or unreadable else
-                   {"exact_bonus": 0.0, "order_weight": None if (self.order_rare_chunks is not None and rarest is not None
-                                                                and rarest <= self.order_rare_chunks) else self.plain_order_weight})
+        weights = {"keyword_weight": self.token_weight} if token or unreadable else {"exact_bonus": 0.0}
         return replace(self, token_weight=None, **weights)
 
     def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
         shift = self.other_language_bonus if other_language else 0.0
         return cosine + self.keyword_weight * coverage + exact + shift
-
-    def ranked(self, cosine: float, coverage: float, other_language: bool = False) -> float:
-        """The key a candidate is ordered by: :meth:`fused`, with the keyword weight ``order_weight`` when set."""
-        if self.order_weight is None:
-            return self.fused(cosine, coverage, other_language)
-        return replace(self, keyword_weight=self.order_weight, order_weight=None).fused(cosine, coverage, other_language)
 
     def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
@@ -134,7 +121,7 @@ class Calibration:
         evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py;
         ``NAMED_KIND_NOISE_MARGIN`` for the best candidate of the kind named, at the full cut-off). A contact
         holding the role the question names (``holds_role``, search/roles.py: "Klempner" and "Miller Plumbing")
-        holds a distinctive word of it in translation, so, as for a query token, the floor is waived (ADR 0721)."""
+        holds a distinctive word of it in translation, so, as for a query token, the floor is waived (ADR 0722)."""
         if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
             return True
         cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
@@ -148,7 +135,7 @@ def vouched_for(candidates: Sequence[Candidate], named_kinds: frozenset[str] | s
                 preferred: Callable[[Candidate], bool] = lambda _: False) -> list[Candidate]:
     """The candidate each kind the question names vouches for (ADR 0701): of that kind's candidates (best first),
     the first the question's other words point to (``preferred``: the contact holding the role it names, ADR
-    0721), else the first."""
+    0722), else the first."""
     of_kind = [[c for c in candidates if c.metadata.get("doc_type") == kind] for kind in named_kinds]
     return [next((c for c in found if preferred(c)), found[0]) for found in of_kind if found]
 

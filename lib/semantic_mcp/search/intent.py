@@ -105,7 +105,7 @@ class QueryIntent:
 
     def names_role_of(self, candidate: Any) -> bool:
         """Whether ``candidate`` (with ``metadata`` and ``text``) is a contact holding the role the question names
-        (search/roles.py): the one its kind vouches for (``calibration.default_cut``'s ``preferred``, ADR 0721)."""
+        (search/roles.py): the one its kind vouches for (``calibration.default_cut``'s ``preferred``, ADR 0722)."""
         return (bool(self.roles) and candidate.metadata.get("doc_type") == "contact"
                 and holds_role(self.roles, candidate.text or "", candidate.metadata))
 

@@ -162,7 +162,7 @@ class HybridRetriever:
         if calibration is UNCALIBRATED:
             fused = scores = self._relative_mix(dense_cos, coverage)
         else:
-            fused = {c: calibration.ranked(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
+            fused = {c: calibration.fused(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
             scores = {c: calibration.probability(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
         if mode == "dense":
             return dict(dense_cos), scores

@@ -1,4 +1,4 @@
-"""The trade or role of the person a question asks to reach, in the languages the app reads (ADR 0721).
+"""The trade or role of the person a question asks to reach, in the languages the app reads (ADR 0722).
 
 "Wie erreiche ich den Klempner?" names a contact (search/intent.py) and a trade. The embedding model
 (multilingual e5-small) does not tie "Klempner", "plombier" or "fontanero" to "Miller Plumbing": for the

@@ -202,7 +202,7 @@ class SearchService:
         # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
         calibration = self.retriever.calibration()
         named_kinds = set(intent.doc_types) if intent is not None else set()
-        role = intent.names_role_of if intent is not None else (lambda _: False)  # ADR 0721
+        role = intent.names_role_of if intent is not None else (lambda _: False)  # ADR 0722
         if score_threshold is None:
             cut_off, rule = calibration.cut_off, calibration
             passing = default_cut(calibration, candidates, named_kinds, preferred=role)
