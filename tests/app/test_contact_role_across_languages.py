@@ -11,6 +11,7 @@ import pytest
 from stack import Stack
 
 QUESTIONS = ("Wie erreiche ich den Klempner?", "Comment joindre le plombier ?", "¿Cómo contacto al fontanero?",
+             "Wie kontaktiere ich den Klempner?",
              "Wie kontaktiere ich den Sanitärinstallateur?")
 
 
