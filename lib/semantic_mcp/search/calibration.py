@@ -77,6 +77,11 @@ class Calibration:
     # are held by hundreds of passages of a 5,000-entity corpus, and lifting them ranked it below dense. None:
     # the query's text alone decides.
     rare_term_chunks: int | None = None
+    # A plain query's keyword weight orders its candidates only when one of its words is held by at most this many
+    # chunks (ADR 0721); otherwise they are ordered by cosine, and the weight only scores them (the evidence the
+    # cut-off needs as content grows, ADR 0310). None: it always orders.
+    plain_order_chunks: int | None = None
+    words_order: bool = True  # set by :meth:`for_query`: whether :meth:`ranked` counts the keyword evidence
 
     def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0,
                   rarest: int | None = None) -> Calibration:
@@ -94,13 +99,20 @@ class Calibration:
         unreadable = (self.noise_margin is not None and best_above_noise is not None
                       and best_above_noise < self.noise_margin and best_coverage >= NOISE_FLOOR_WAIVED_COVERAGE)
         token = shows_token(query) and (rarest is None or self.rare_term_chunks is None or rarest <= self.rare_term_chunks)
-        weights = {"keyword_weight": self.token_weight} if token or unreadable else {"exact_bonus": 0.0}
-        return replace(self, token_weight=None, **weights)
+        if token or unreadable:
+            return replace(self, token_weight=None, keyword_weight=self.token_weight)
+        words_order = rarest is None or self.plain_order_chunks is None or rarest <= self.plain_order_chunks
+        return replace(self, token_weight=None, exact_bonus=0.0, words_order=words_order)
 
     def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
         shift = self.other_language_bonus if other_language else 0.0
         return cosine + self.keyword_weight * coverage + exact + shift
+
+    def ranked(self, cosine: float, coverage: float, other_language: bool = False) -> float:
+        """The key a candidate is ordered by: :meth:`fused`, or without the keyword evidence when the query's
+        words are all common (``words_order`` False)."""
+        return self.fused(cosine, coverage if self.words_order else 0.0, other_language)
 
     def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
@@ -172,6 +184,7 @@ def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.02, exact_bonus=0.04, bias=-28.29, slope=33.19,
                                           noise_margin=0.04, token_weight=0.1, rare_term_chunks=3,  # ADR 0720;
+                                          plain_order_chunks=30,  # ADR 0721;
                                           # ADR 0281 (language_offset.py),
                                           # the offset halved by ADR 0310 (corpus_growth.py): as the content
                                           # grows, 0.05 lifts passing mentions in other languages over answers
