@@ -1,5 +1,5 @@
 """Calibration: how one embedding model's evidence becomes a score that means the same across queries,
-and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281, 0720).
+and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281, 0720, 0721).
 
 The numbers are measured by the benches named beside them (bench/RESULTS.md); the retriever
 (retrieval.py) ranks and scores with them, the search service cuts with :func:`default_cut`.
