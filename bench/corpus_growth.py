@@ -42,7 +42,7 @@ def shown(retriever: HybridRetriever, query: str) -> list[str]:
     """The titles a search returns for ``query``, in order: cut, then ordered by the query's cues."""
     intent = read_intent(query, NOW)
     candidates = retriever.search_sync(USER, query, SHOWN + VERIFY_SLACK)
-    passing = default_cut(retriever.calibration(), candidates, set(intent.doc_types))
+    passing = default_cut(retriever.calibration(), candidates, set(intent.doc_types), intent.names_role_of)
     return [c.metadata["title"] for c in apply_intent(passing, intent)[:SHOWN]]
 
 

@@ -92,7 +92,7 @@ def as_the_app_returns(retriever: HybridRetriever, query: str, k: int,
     intent = read_intent(query, NOW)
     calibration = calibration or retriever.calibration()
     candidates = [c for c in retriever.search_sync(USER, query, k + VERIFY_SLACK) if c.metadata["title"] != leave_out]
-    passing = default_cut(calibration, candidates, set(intent.doc_types))
+    passing = default_cut(calibration, candidates, set(intent.doc_types), intent.names_role_of)
     return apply_intent(passing, intent)[:k]
 
 

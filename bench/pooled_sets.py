@@ -53,9 +53,13 @@ RULES = {
     **{f"plain 0.02, token 0.1 + exact 0.04, rare {r}": (4, Setting(f"w 0.02 plain, 0.1 + e 0.04 named, rare {r}", 0.02,
                                                                    0.04, token_weight=0.1, rare_term_chunks=r))
        for r in (1, 3, 10)},
+    # The plain weight orders only when a query word is held by at most ``o`` chunks, and scores always (ADR 0721).
+    **{f"plain 0.02, token 0.1 + exact 0.04, rare 3, plain orders if rare {o}": (
+        5, Setting(f"w 0.02 plain ordering if rare {o}, 0.1 + e 0.04 named, rare 3", 0.02, 0.04, token_weight=0.1,
+                   rare_term_chunks=3, plain_order_chunks=o)) for o in (3, 30, 100)},
 }
-SHIPPED = "plain 0.02, token 0.1 + exact 0.04, rare 3"  # the default calibration's (ADR 0720)
-BEFORE = "plain 0.02, token 0.1 + exact 0.04"  # ADR 0273's
+SHIPPED = "plain 0.02, token 0.1 + exact 0.04, rare 3, plain orders if rare 30"  # the default calibration's (ADR 0721)
+BEFORE = "plain 0.02, token 0.1 + exact 0.04, rare 3"  # ADR 0720's
 PROBE_SLACK = 0.02  # as retrieval_quality.PROBE_SLACK: codes and names must keep being found
 
 

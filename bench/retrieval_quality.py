@@ -202,11 +202,12 @@ class Setting:
     # queries that show a code, number or name (search/tokens.py); the others get ``keyword_weight`` and no bonus
     plain_rule: str | None = None  # a name of ``PLAIN_RULES``: the plain-query weight x what the candidates show
     rare_term_chunks: int | None = None  # ``Calibration.rare_term_chunks``: the token fusion needs a word this few chunks hold
+    plain_order_chunks: int | None = None  # ``Calibration.plain_order_chunks``: a plain query's words order only if one is this rare
 
     def apply(self, retriever: HybridRetriever, base: Calibration) -> None:
         calibration = UNCALIBRATED if self.relative else replace(
             base, keyword_weight=self.keyword_weight, exact_bonus=self.exact_bonus, token_weight=self.token_weight,
-            rare_term_chunks=self.rare_term_chunks)
+            rare_term_chunks=self.rare_term_chunks, plain_order_chunks=self.plain_order_chunks)
         retriever.calibration = lambda: calibration  # type: ignore[method-assign]
         retriever.fusion = Fusion.rrf() if self.rrf else Fusion()
         retriever.__dict__.pop("_mix", None)

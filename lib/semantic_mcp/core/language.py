@@ -21,6 +21,8 @@ import threading
 SAMPLE_CHARS = 1500
 # Distinct words from which a document without grammatical words is still taken to be in py3langid's language.
 TELEGRAPHIC_WORDS = 8
+# Words left once the capitalised ones are set aside, from which those alone are classified (:func:`_without_names`).
+NAMED_WORDS_LEFT = 8
 
 # Articles, prepositions, pronouns and auxiliaries: words a sentence in the language can hardly do
 # without. Words shared with another of the four ("de", "la", "in") are fine: py3langid decides
@@ -68,12 +70,21 @@ def document_language(text: str) -> str | None:
     return _detect(text, telegraphic=True)
 
 
+def _without_names(sample: str) -> str:
+    """``sample`` without its capitalised words when ``NAMED_WORDS_LEFT`` others remain: names carry the
+    n-grams of where a person or place comes from, not of the language the text is written in. An English
+    abstract of a German actor ("Peter van Eyck, born Götz von Eick (… Pomerania, Germany …) was a
+    German-American actor") read as German and took the other-language offset (ADR 0721)."""
+    rest = [word for word in sample.split() if not word[:1].isupper()]
+    return " ".join(rest) if len(rest) >= NAMED_WORDS_LEFT else sample
+
+
 def _detect(text: str, telegraphic: bool) -> str | None:
     sample = text[:SAMPLE_CHARS]
     words = _words(sample)
     if not words:
         return None
-    language = _classify(sample)
+    language = _classify(_without_names(sample))
     if language not in _GRAMMAR:
         return None
     return language if words & _GRAMMAR[language] or (telegraphic and len(words) >= TELEGRAPHIC_WORDS) else None

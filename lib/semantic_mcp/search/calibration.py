@@ -1,5 +1,5 @@
 """Calibration: how one embedding model's evidence becomes a score that means the same across queries,
-and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281, 0720).
+and what the default cut-off returns (docs/adr/0250, 0270-0273, 0280, 0281, 0720, 0721).
 
 The numbers are measured by the benches named beside them (bench/RESULTS.md); the retriever
 (retrieval.py) ranks and scores with them, the search service cuts with :func:`default_cut`.
@@ -8,7 +8,7 @@ The numbers are measured by the benches named beside them (bench/RESULTS.md); th
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -77,6 +77,11 @@ class Calibration:
     # are held by hundreds of passages of a 5,000-entity corpus, and lifting them ranked it below dense. None:
     # the query's text alone decides.
     rare_term_chunks: int | None = None
+    # A plain query's keyword weight orders its candidates only when one of its words is held by at most this many
+    # chunks (ADR 0721); otherwise they are ordered by cosine, and the weight only scores them (the evidence the
+    # cut-off needs as content grows, ADR 0310). None: it always orders.
+    plain_order_chunks: int | None = None
+    words_order: bool = True  # set by :meth:`for_query`: whether :meth:`ranked` counts the keyword evidence
 
     def for_query(self, query: str, best_above_noise: float | None = None, best_coverage: float = 0.0,
                   rarest: int | None = None) -> Calibration:
@@ -94,13 +99,20 @@ class Calibration:
         unreadable = (self.noise_margin is not None and best_above_noise is not None
                       and best_above_noise < self.noise_margin and best_coverage >= NOISE_FLOOR_WAIVED_COVERAGE)
         token = shows_token(query) and (rarest is None or self.rare_term_chunks is None or rarest <= self.rare_term_chunks)
-        weights = {"keyword_weight": self.token_weight} if token or unreadable else {"exact_bonus": 0.0}
-        return replace(self, token_weight=None, **weights)
+        if token or unreadable:
+            return replace(self, token_weight=None, keyword_weight=self.token_weight)
+        words_order = rarest is None or self.plain_order_chunks is None or rarest <= self.plain_order_chunks
+        return replace(self, token_weight=None, exact_bonus=0.0, words_order=words_order)
 
     def fused(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         exact = self.exact_bonus if coverage >= EXACT_MATCH_COVERAGE else 0.0
         shift = self.other_language_bonus if other_language else 0.0
         return cosine + self.keyword_weight * coverage + exact + shift
+
+    def ranked(self, cosine: float, coverage: float, other_language: bool = False) -> float:
+        """The key a candidate is ordered by: :meth:`fused`, or without the keyword evidence when the query's
+        words are all common (``words_order`` False)."""
+        return self.fused(cosine, coverage if self.words_order else 0.0, other_language)
 
     def probability(self, cosine: float, coverage: float, other_language: bool = False) -> float:
         return 1.0 / (1.0 + math.exp(-(self.bias + self.slope * self.fused(cosine, coverage, other_language))))
@@ -114,23 +126,35 @@ class Calibration:
         return min(self.noise_margin, NAMED_KIND_NOISE_MARGIN) if vouched else self.noise_margin
 
     def keeps(self, score: float, coverage: float | None, *, named_kind: bool = False,
-              above_noise: float | None = None, best_of_named_kind: bool = False) -> bool:
+              above_noise: float | None = None, best_of_named_kind: bool = False, holds_role: bool = False) -> bool:
         """Whether the default cut-off keeps a candidate: it holds (nearly) every distinctive word of the
         query, an exact match whatever its similarity; or its score reaches ``cut_off`` (or
         ``NAMED_KIND_CUT_OFF_SHARE`` of it when it is the kind of item the question names) and its
         evidence rises ``noise_margin`` above the query's noise floor (``above_noise``, search/noise.py;
-        ``NAMED_KIND_NOISE_MARGIN`` for the best candidate of the kind named, at the full cut-off)."""
+        ``NAMED_KIND_NOISE_MARGIN`` for the best candidate of the kind named, at the full cut-off). A contact
+        holding the role the question names (``holds_role``, search/roles.py: "Klempner" and "Miller Plumbing")
+        holds a distinctive word of it in translation, so, as for a query token, the floor is waived (ADR 0722)."""
         if (coverage or 0.0) >= EXACT_MATCH_COVERAGE:
             return True
         cut_off = self.cut_off * (NAMED_KIND_CUT_OFF_SHARE if named_kind else 1.0)
         margin = self.margin_for(named_kind and best_of_named_kind, score)
         noisy = (margin is not None and above_noise is not None and above_noise < margin
-                 and (coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE)
+                 and (coverage or 0.0) < NOISE_FLOOR_WAIVED_COVERAGE and not holds_role)
         return score >= cut_off and not noisy
 
 
+def vouched_for(candidates: Sequence[Candidate], named_kinds: frozenset[str] | set[str],
+                preferred: Callable[[Candidate], bool] = lambda _: False) -> list[Candidate]:
+    """The candidate each kind the question names vouches for (ADR 0701): of that kind's candidates (best first),
+    the first the question's other words point to (``preferred``: the contact holding the role it names, ADR
+    0722), else the first."""
+    of_kind = [[c for c in candidates if c.metadata.get("doc_type") == kind] for kind in named_kinds]
+    return [next((c for c in found if preferred(c)), found[0]) for found in of_kind if found]
+
+
 def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
-                named_kinds: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
+                named_kinds: frozenset[str] | set[str] = frozenset(),
+                preferred: Callable[[Candidate], bool] = lambda _: False) -> list[Candidate]:
     """What the default cut-off returns of ``candidates`` (one query's, best first), in their order.
 
     Each candidate is judged by :meth:`Calibration.keeps` (``named_kinds``: the item kinds the question
@@ -140,9 +164,10 @@ def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
     it from what was kept. Whether a query returns anything is decided as before: a query nothing passes
     (gibberish, a question nothing answers) still gets nothing. The kept one must have cleared the noise
     floor on its evidence, not been kept for its words alone (an exact match, a query token)."""
-    vouched = {kind: next((c for c in candidates if c.metadata.get("doc_type") == kind), None) for kind in named_kinds}
+    vouched = vouched_for(candidates, named_kinds, preferred)
     kept = [calibration.keeps(c.score, c.coverage, named_kind=c.metadata.get("doc_type") in named_kinds,
-                              above_noise=c.above_noise, best_of_named_kind=any(c is v for v in vouched.values()))
+                              above_noise=c.above_noise, best_of_named_kind=any(c is v for v in vouched),
+                              holds_role=preferred(c))
             for c in candidates]
     margin = calibration.noise_margin if calibration.noise_margin is not None else -math.inf
     best = max((c.above_noise for c, k in zip(candidates, kept, strict=True)
@@ -159,6 +184,7 @@ def default_cut(calibration: Calibration, candidates: Sequence[Candidate],
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-q4": Calibration(keyword_weight=0.02, exact_bonus=0.04, bias=-28.29, slope=33.19,
                                           noise_margin=0.04, token_weight=0.1, rare_term_chunks=3,  # ADR 0720;
+                                          plain_order_chunks=30,  # ADR 0721;
                                           # ADR 0281 (language_offset.py),
                                           # the offset halved by ADR 0310 (corpus_growth.py): as the content
                                           # grows, 0.05 lifts passing mentions in other languages over answers

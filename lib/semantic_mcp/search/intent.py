@@ -9,7 +9,9 @@ words alone. :func:`read_intent` finds, in English, German, French and Spanish:
 * a *window*: "today", "yesterday", "last week", "this month", "in March", "on Friday",
   "2026-05", "14.05.2026"... matched against an item's event date, or its last change when it has none;
 * *item types*: appointment/meeting -> calendar_event, task/card -> deck_card,
-  contact/email/phone -> contact, note -> note, file/PDF/document -> file.
+  contact/email/phone -> contact, note -> note, file/PDF/document -> file;
+* for a question that names contacts, the *role* of the person ("plumber", "Klempner", "plombier"):
+  contacts holding that role in any of those languages are favoured (search/roles.py).
 
 The time words (direction and window) are read by search/time_words.py.
 
@@ -30,6 +32,7 @@ from typing import Any
 
 from ..core.documents import DocType
 from .item_fields import Due, read_due
+from .roles import holds_role, read_roles
 from .time_words import Direction, Window, read_direction, read_window
 
 # Boosts, as shares of the best candidate's score: a matching cue moves an item past others that
@@ -57,7 +60,7 @@ _TYPE_WORDS: dict[DocType, tuple[str, ...]] = {
     ).split(),
     "contact": (
         "contact contacts email e-mail phone telephone reach "
-        "kontakt kontakte telefon telefonnummer handynummer erreichen erreiche "
+        "kontakt kontakte kontaktieren kontaktiere telefon telefonnummer handynummer erreichen erreiche "
         "courriel téléphone joindre contacter "
         "contacto contactos correo teléfono telefono contactar"
     ).split(),
@@ -92,11 +95,19 @@ class QueryIntent:
     window: Window | None = None
     doc_types: tuple[DocType, ...] = ()
     due: Due | None = None  # overdue cards, or cards due soon, asked for: they come first (item_fields.py)
+    roles: tuple[str, ...] = ()  # the role of the contact asked for (search/roles.py)
     # The words that were understood, for the note: what set the direction, the window, the types.
     direction_cues: tuple[str, ...] = ()
     window_cues: tuple[str, ...] = ()
     type_cues: tuple[str, ...] = ()
     due_cues: tuple[str, ...] = ()
+    role_cues: tuple[str, ...] = ()
+
+    def names_role_of(self, candidate: Any) -> bool:
+        """Whether ``candidate`` (with ``metadata`` and ``text``) is a contact holding the role the question names
+        (search/roles.py): the one its kind vouches for (``calibration.default_cut``'s ``preferred``, ADR 0722)."""
+        return (bool(self.roles) and candidate.metadata.get("doc_type") == "contact"
+                and holds_role(self.roles, candidate.text or "", candidate.metadata))
 
     @property
     def is_empty(self) -> bool:
@@ -123,13 +134,16 @@ class QueryIntent:
             parts.append(f"items dated {self.window.label} favoured")
         if self.doc_types:
             parts.append(f"{' and '.join(t.replace('_', ' ') + 's' for t in self.doc_types)} favoured")
+        if self.roles:
+            parts.append(f"contacts who are a {' or '.join(self.roles)} first")
         if self.due == "overdue":
             parts.append("cards past their due date and not done first, by due date")
         elif self.due == "soon":
             parts.append("cards due within a week and not done first, soonest first")
         if not parts:
             return []
-        words = dict.fromkeys((*self.direction_cues, *self.window_cues, *self.type_cues, *self.due_cues))
+        words = dict.fromkeys((*self.direction_cues, *self.window_cues, *self.type_cues, *self.due_cues,
+                               *self.role_cues))
         cues = ", ".join(f"'{cue}'" for cue in words)
         return [f"Read from the query ({cues}): {'; '.join(parts)}"]
 
@@ -148,8 +162,10 @@ def read_intent(query: str, now: datetime) -> QueryIntent:
     due, due_cue = read_due(text)
     if due is not None:  # "past their due date", "due next week": the due dates order them, not the direction
         direction, direction_cues = None, []
-    return QueryIntent(int(now.timestamp()), direction, window, doc_types, due,
-                       tuple(direction_cues), tuple(window_cues), tuple(type_cues), (due_cue,) if due_cue else ())
+    roles, role_cues = read_roles(words) if "contact" in doc_types else ((), ())
+    return QueryIntent(int(now.timestamp()), direction, window, doc_types, due, roles,
+                       tuple(direction_cues), tuple(window_cues), tuple(type_cues), (due_cue,) if due_cue else (),
+                       role_cues)
 
 
 def _doc_types(words: list[str], cues: list[str]) -> tuple[DocType, ...]:
@@ -203,7 +219,8 @@ def boost(intent: QueryIntent, metadata: dict[str, Any]) -> float:
 
 
 def apply_intent(candidates: Iterable[Any], intent: QueryIntent | None) -> list[Any]:
-    """``candidates`` (with ``score`` and ``metadata``) re-ordered by score plus the intent's boosts;
+    """``candidates`` (with ``score``, ``metadata`` and ``text``) re-ordered by score plus the intent's boosts,
+    the contacts holding the role the question names first;
     with a direction, the dated items that match it in the leading band (within
     :data:`TIME_ORDER_BAND` of the best) are put in time order among the places they hold: soonest
     first for "next", most recent first for "last".
@@ -217,6 +234,8 @@ def apply_intent(candidates: Iterable[Any], intent: QueryIntent | None) -> list[
     keyed = [(float(c.score) + best * boost(intent, c.metadata), -position, c) for position, c in enumerate(ranked)]
     keyed.sort(key=lambda item: (item[0], item[1]), reverse=True)
     ordered = [c for _, _, c in keyed]
+    if intent.roles:  # the contact holding the role asked for is the answer, whatever the language (search/roles.py)
+        ordered.sort(key=lambda c: not intent.names_role_of(c))
     if intent.direction is None:
         return ordered
     # The dated items that match the direction and lie in the leading band swap places among

@@ -177,7 +177,7 @@ class HybridRetriever:
         if calibration is UNCALIBRATED:
             fused = scores = self._relative_mix(dense_cos, coverage)
         else:
-            fused = {c: calibration.fused(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
+            fused = {c: calibration.ranked(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
             scores = {c: calibration.probability(cos, coverage.get(c, 0.0), c in across) for c, cos in dense_cos.items()}
         if mode == "dense":
             return dict(dense_cos), scores
@@ -338,7 +338,8 @@ class HybridRetriever:
         calibration = base.for_query(keyword_query or query,  # what the keyword leg matches
                                      max(dense_cos.values()) - floor if floor is not None and dense_cos else None,
                                      max(coverage.values(), default=0.0),
-                                     None if base.rare_term_chunks is None else self.keyword.rarest(user, keyword_query or query))
+                                     None if base.rare_term_chunks is None and base.plain_order_chunks is None
+                                     else self.keyword.rarest(user, keyword_query or query))
         across = (self._across_languages(user, query, list(dict.fromkeys([*dense_ids, *legs["keyword"]])), records)
                   if vector is not None else frozenset())
         rank_key, chunk_scores = self._mix(vector, dense_cos, dict(keyword_hits), coverage, mode, calibration, across)

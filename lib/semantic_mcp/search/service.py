@@ -202,13 +202,15 @@ class SearchService:
         # for every query: below it, a candidate is noise, and a question nothing answers gets nothing.
         calibration = self.retriever.calibration()
         named_kinds = set(intent.doc_types) if intent is not None else set()
+        role = intent.names_role_of if intent is not None else (lambda _: False)  # ADR 0722
         if score_threshold is None:
             cut_off, rule = calibration.cut_off, calibration
-            passing = default_cut(calibration, candidates, named_kinds)
+            passing = default_cut(calibration, candidates, named_kinds, preferred=role)
         else:
             cut_off, rule = score_threshold, None
             passing = [c for c in candidates if c.score >= cut_off]
-        cut_notes = cut_off_notes(candidates, passing, cut_off, limit, calibration=rule, named_kinds=named_kinds)
+        cut_notes = cut_off_notes(candidates, passing, cut_off, limit, calibration=rule, named_kinds=named_kinds,
+                                  preferred=role)
         candidates = passing
         if intent is not None and intent.due is not None and (dated := due_filters(filters, intent.due, intent.now)):
             # Overdue or due-soon cards are found by their due date and done state, whatever the cut-off.
