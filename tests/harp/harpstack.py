@@ -202,6 +202,10 @@ class HarpStack(RealStack):
         lines = self.harp_log(since=f"{since - 1:.0f}").splitlines()
         return [line for line in lines if (match := SPOE_STALL.search(line)) and int(match.group(1)) >= 29000]
 
+    async def call(self, user: str, tool: str, args: dict | None = None, **client_options: object) -> object:
+        """A tool call in its own session (searches, statuses), as on the real tier, despite an SPOE stall."""
+        return await self.despite_a_spoe_stall(lambda: super(HarpStack, self).call(user, tool, args, **client_options))
+
     async def despite_a_spoe_stall(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()``, made once more only if it failed while HaRP logged an SPOE stall: the request
         never reached the app (or PHP), haproxy 2.6's SPOE left it unsent to HaRP's agent for 30 s and

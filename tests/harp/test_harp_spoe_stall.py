@@ -68,3 +68,14 @@ async def test_a_second_failure_is_raised() -> None:
     with pytest.warns(UserWarning), pytest.raises(RuntimeError):
         await LoggedHarp(STALL).despite_a_spoe_stall(attempt)
     assert attempt.calls == 2
+
+
+async def test_the_tiers_tool_calls_are_made_once_more_after_a_stall(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``harp.search``/``titles``/``status`` (the life-cycle module's checks) go through ``call``."""
+    from realstack import RealStack
+
+    attempt = Flaky(failures=1)
+    monkeypatch.setattr(RealStack, "call", lambda self, user, tool, args=None, **options: attempt())
+    with pytest.warns(UserWarning, match="SPOE stalled"):
+        assert await LoggedHarp(STALL).call("alice", "nc_get_vector_sync_status") == "tools"
+    assert attempt.calls == 2
