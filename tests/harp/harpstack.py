@@ -97,10 +97,12 @@ class Dockerd:
 
 
 def container_log(container: str, since: str | None = None) -> str:
-    """A container's output with Docker's timestamps; ``since``: a Unix time or RFC 3339 date."""
+    """A container's output with Docker's timestamps, stdout and stderr merged in time order (HaRP's haproxy
+    writes to one, its agent to the other); ``since``: a Unix time or RFC 3339 date."""
     args = ["docker", "logs", "-t", *(["--since", since] if since else []), container]
     result = subprocess.run(args, capture_output=True, text=True, timeout=30)
-    return result.stdout + result.stderr
+    lines = result.stdout.splitlines() + result.stderr.splitlines()
+    return "\n".join(sorted(lines, key=lambda line: line.split(" ", 1)[0]))
 
 
 def record(name: str, value: object) -> None:
