@@ -45,13 +45,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-    """A failed test reports the app container's last log lines (CI keeps only the test output)."""
+    """A failed test reports the app container's and HaRP's log lines (CI keeps only the test output):
+    HaRP's say which hop held a request (haproxy's timers and termination state, the agent's verdicts)."""
     outcome = yield
     report = outcome.get_result()
     stack = getattr(item, "funcargs", {}).get("harp")
     if report.failed and isinstance(stack, HarpStack):
         lines = [line for line in stack.log().splitlines() if " INFO httpx:" not in line][-60:]
         report.sections.append(("app container log (last 60 lines)", "\n".join(lines)))
+        since = f"{call.start - 1:.0f}"  # this phase's lines only; the agent's per-frame chatter left out
+        harp = [line for line in stack.harp_log(since).splitlines()
+                if "/heartbeat" not in line and "matching handlers" not in line and "combined payload" not in line]
+        stalls = stack.spoe_stalls(call.start)
+        title = f"HaRP log during the failed {call.when} (last 120 lines; SPOE stalls: {len(stalls)}, ADR 0523)"
+        report.sections.append((title, "\n".join(harp[-120:])))
 
 
 @pytest.fixture(scope="session")
