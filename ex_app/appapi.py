@@ -36,15 +36,17 @@ KNOWN_PLACEHOLDERS = frozenset({
 
 
 # Every path and method the app answers; anything else is 404 before any handler or middleware runs.
-# AppAPI calls the first four itself (the webhook is Nextcloud's, the search bar the companion app's), the rest arrive through AppAPI's
-# proxy, which forwards whatever matches a route of appinfo/info.xml: this list is the app's half of
-# that contract, so a route pattern wider than it reaches nothing.
+# AppAPI calls the first six itself (the webhook is Nextcloud's, the search bar and access changes the
+# companion app's), the rest arrive through AppAPI's proxy, which forwards whatever matches a route of
+# appinfo/info.xml: this list is the app's half of that contract, so a route pattern wider than it
+# reaches nothing.
 SERVED_ROUTES: dict[str, frozenset[str]] = {
     "/heartbeat": frozenset({"GET"}),
     "/init": frozenset({"POST"}),
     "/enabled": frozenset({"PUT"}),
     "/webhooks/nextcloud": frozenset({"POST"}),
     "/search-bar": frozenset({"POST"}),  # the companion app's search provider, through exAppRequest
+    "/access-changed": frozenset({"POST"}),  # the companion app: access to what others share may have ended
     "/mcp": frozenset({"GET", "POST", "DELETE"}),
     "/.well-known/oauth-protected-resource": frozenset({"GET"}),
     "/.well-known/oauth-protected-resource/mcp": frozenset({"GET"}),

@@ -249,6 +249,12 @@ def create_app() -> FastAPI:
             return JSONResponse({"error": str(exc) if isinstance(exc, BadRequest) else "The body is not JSON."}, 400)
         return JSONResponse(await search_bar(engine, user, query, limit))
 
+    @app.post("/access-changed")
+    async def access_changed() -> Response:
+        # Only through exAppRequest (AppAPI signs it): a share ended, a group or team folder changed (ADR 0781).
+        engine.verifier.access_changed()
+        return Response(status_code=204)
+
     app.router.routes.extend(admin.routes())
     app.router.routes.extend(OAuthHTTP(oauth, form_key=state_key, nc=nc_client).routes())
     app.router.routes.extend(mcp_http.routes)  # exactly /mcp: no Mount, so no redirect to /mcp/

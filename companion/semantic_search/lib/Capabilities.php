@@ -18,11 +18,13 @@ class Capabilities implements IPublicCapability {
 	) {
 	}
 
-	/** @return array{semantic_search: array{version: string, check: string}} */
+	/** @return array{semantic_search: array{version: string, check: string, access_changes: bool}} */
 	public function getCapabilities(): array {
 		return [Application::APP_ID => [
 			'version' => $this->appManager->getAppVersion(Application::APP_ID),
 			'check' => '/ocs/v2.php/apps/' . Application::APP_ID . '/api/v1/check',
+			// The ExApp is told at once when access to what others share may have ended (Listener\AccessChanged).
+			'access_changes' => true,
 		]];
 	}
 }

@@ -4,7 +4,8 @@ When it is enabled, every re-check of a search's hits is one PHP request (its OC
 each item as the user, in process) instead of one request per source; without it the sources'
 own checks (search/verify.py) stay. Its presence is read from Nextcloud's capabilities, which the
 companion publishes, at most every ``interval`` seconds; a 404 from its endpoint (disabled since)
-says the same at once.
+says the same at once. From version 0.2 it also tells the ExApp at once when access to what others
+share may have ended (``access_changes`` in its capabilities; ADR 0781).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Companion:
         self.interval = interval
         self.present: bool | None = None  # None: not asked yet
         self.version: str | None = None
+        # It tells the app at once when access to what others share may have ended (POST /access-changed).
+        self.forwards_access_changes = False
         self._asked_at = float("-inf")
 
     def status(self) -> dict[str, object]:
@@ -35,7 +38,8 @@ class Companion:
         state = {None: "not checked yet", True: "installed", False: "not installed"}[self.present]
         return {"app_id": COMPANION_APP_ID, "state": state, "version": self.version,
                 "re_checks": "one request through the companion" if self.present else "per source (WebDAV, CalDAV, "
-                "CardDAV, Deck)"}
+                "CardDAV, Deck)",
+                "access_changes": "heard at once" if self.forwards_access_changes else "not heard"}
 
     async def refresh(self, nc: NextcloudClient, *, force: bool = False) -> None:
         """Ask Nextcloud's capabilities (as the app) whether the companion is enabled, if it is time."""
@@ -52,6 +56,7 @@ class Companion:
         if present != self.present:
             log.info("The companion app %s is %s", COMPANION_APP_ID, "enabled" if present else "not enabled")
         self.present, self.version = present, (str(found.get("version")) if present and found.get("version") else None)
+        self.forwards_access_changes = present and found.get("access_changes") is True
 
     async def readable(
         self, nc: NextcloudClient, user: str, keys: Sequence[str], timeout: float
@@ -70,7 +75,7 @@ class Companion:
             except NotFound as exc:
                 if exc.status == 404:  # disabled since we last asked: the sources check from now on
                     log.info("The companion app %s is gone; re-checking per source", COMPANION_APP_ID)
-                    self.present = False
+                    self.present = self.forwards_access_changes = False
                     return None
                 log.warning("The companion app %s refused a re-check for %s (%s)", COMPANION_APP_ID, user, exc)
                 verdicts.update(dict.fromkeys(part))

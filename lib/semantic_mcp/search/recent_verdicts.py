@@ -29,14 +29,16 @@ class RecentVerdicts:
         self._verdicts: dict[str, dict[str, tuple[bool, float, float]]] = {}
         self._pruned_at = clock()
 
-    def fresh(self, user: str, keys: Iterable[str], window: float) -> dict[str, tuple[bool, float]]:
-        """The verdicts at most ``window`` seconds old, with their age; marks them used."""
+    def fresh(self, user: str, keys: Iterable[str], window: float,
+              since: float = float("-inf")) -> dict[str, tuple[bool, float]]:
+        """The verdicts at most ``window`` seconds old and asked after ``since``, with their age; marks
+        them used."""
         now = self.clock()
         known = self._verdicts.get(user, {})
         found: dict[str, tuple[bool, float]] = {}
         for key in keys:
             entry = known.get(key)
-            if entry is not None and now - entry[1] <= window:
+            if entry is not None and now - entry[1] <= window and entry[1] > since:
                 found[key] = (entry[0], now - entry[1])
                 known[key] = (entry[0], entry[1], now)
         return found

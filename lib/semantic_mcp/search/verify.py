@@ -24,7 +24,10 @@ others wait) or one goes unanswered, Nextcloud counts as busy for ``busy_seconds
 served on their kept verdict; the user's known
 items are asked again in the background before it expires. Either way a user's concurrent searches
 share one request, and a request outlives the search that gave up on it. So under load searches
-rarely wait for a PHP worker, and every hit served was confirmed within the window.
+rarely wait for a PHP worker, and every hit served was confirmed within the window. What others share
+is served on a kept verdict only while the companion app tells the app at once when access to it may
+have ended (a share ended, a group or team folder changed), and only on a verdict asked after the last
+such change (ADR 0781); without the companion it is always asked.
 """
 
 from __future__ import annotations
@@ -100,13 +103,13 @@ class Verifier:
         self.busy_seconds = busy_seconds
         self._busy_until = 0.0
         self._waiting = 0  # searches waiting for a re-check now
+        # When the companion last said that access to what others share may have ended (recent's clock).
+        self._access_changed_at = float("-inf")
         self.metrics = {"checked": 0, "unverified_served": 0, "withheld": 0, "short_circuited_searches": 0,
-                        "from_window": 0, "asked_ahead": 0}
+                        "from_window": 0, "asked_ahead": 0, "access_changes": 0}
 
     async def verify(self, user: str, hits: Sequence[HasDocKey]) -> Verification:
         refs = [_ref(user, hit.doc_key) for hit in hits]
-        # Only the caller's own items are ever served on a kept verdict: a share ended or an ACL that
-        # now denies must take effect at once, so what others share is always asked (or withheld).
         own = {ref.key for hit, ref in zip(hits, refs, strict=True) if _owner(hit) == user}
         verdicts = await self._verdicts(user, refs, own)
         kept, dropped, unverified, withheld = [], [], 0, 0
@@ -145,13 +148,12 @@ class Verifier:
             # stands in only for a hit Nextcloud did not answer about within the search's bound.
             verdicts = await self._asked(user, refs, window)
             unanswered = [key for key, verdict in verdicts.items() if verdict is None]
-            fallback = {key: verdict for key, (verdict, _) in
-                        self.recent.fresh(user, [key for key in unanswered if key in own], window).items()}
+            fallback = {key: verdict for key, (verdict, _) in self._kept(user, unanswered, own, window).items()}
             self.metrics["from_window"] += len(fallback)
             return {**verdicts, **fallback}
         # Nextcloud is busy: hits it confirmed (or denied) as this user within the window are served on that
         # verdict; the rest are asked in one request, shared with any search of the user already asking.
-        known = self.recent.fresh(user, (ref.key for ref in refs if ref.key in own), window)
+        known = self._kept(user, [ref.key for ref in refs], own, window)
         missing = [ref for ref in refs if ref.key not in known]
         if not missing:
             self._ask_ahead(user, window)
@@ -159,9 +161,26 @@ class Verifier:
             return {key: verdict for key, (verdict, _) in known.items()}
         verdicts = await self._asked(user, missing, window)
         # Still within the window after that wait (or answered again meanwhile)? Otherwise not re-checked.
-        still = self.recent.fresh(user, known, window)
+        still = self._kept(user, list(known), own, window)
         self.metrics["from_window"] += len(still)
         return {**dict.fromkeys(known), **{key: verdict for key, (verdict, _) in still.items()}, **verdicts}
+
+    def _kept(self, user: str, keys: list[str], own: set[str], window: float) -> dict[str, tuple[bool, float]]:
+        """The kept verdicts a search may be served on: about the caller's own items; about what others
+        share only while the companion says at once when access to it may have ended, and only if asked
+        after the last such change. Otherwise a share ended or an ACL that now denies could still be
+        served for a window: such items are asked (or withheld)."""
+        found = self.recent.fresh(user, [key for key in keys if key in own], window)
+        if self.companion is not None and self.companion.forwards_access_changes:
+            found.update(self.recent.fresh(user, [key for key in keys if key not in own], window,
+                                           since=self._access_changed_at))
+        return found
+
+    def access_changed(self) -> None:
+        """The companion says someone may have lost access to what others share with them (ADR 0781)."""
+        self._access_changed_at = self.recent.clock()
+        self.metrics["access_changes"] += 1
+        self._in_flight.clear()  # a question sent before the change must not answer searches made after it
 
     def busy(self) -> bool:
         """Whether searches lately queued for re-checks, or one went unanswered (ADR 0780)."""

@@ -5,11 +5,18 @@ declare(strict_types=1);
 namespace OCA\SemanticSearch\AppInfo;
 
 use OCA\SemanticSearch\Capabilities;
+use OCA\SemanticSearch\Listener\AccessChanged;
 use OCA\SemanticSearch\Search\Provider;
 use OCP\AppFramework\App;
 use OCP\AppFramework\Bootstrap\IBootContext;
 use OCP\AppFramework\Bootstrap\IBootstrap;
 use OCP\AppFramework\Bootstrap\IRegistrationContext;
+use OCP\Group\Events\GroupDeletedEvent;
+use OCP\Group\Events\UserRemovedEvent;
+use OCP\Log\Audit\CriticalActionPerformedEvent;
+use OCP\Share\Events\ShareDeletedEvent;
+use OCP\Share\Events\ShareDeletedFromSelfEvent;
+use OCP\User\Events\UserDeletedEvent;
 
 class Application extends App implements IBootstrap {
 	public const APP_ID = 'semantic_search';
@@ -23,6 +30,11 @@ class Application extends App implements IBootstrap {
 	public function register(IRegistrationContext $context): void {
 		$context->registerSearchProvider(Provider::class);
 		$context->registerCapability(Capabilities::class);
+		// Every way someone loses access to what others share that Nextcloud sends no webhook for (ADR 0781).
+		foreach ([ShareDeletedEvent::class, ShareDeletedFromSelfEvent::class, UserRemovedEvent::class,
+			GroupDeletedEvent::class, UserDeletedEvent::class, CriticalActionPerformedEvent::class] as $event) {
+			$context->registerEventListener($event, AccessChanged::class);
+		}
 	}
 
 	public function boot(IBootContext $context): void {
