@@ -193,6 +193,21 @@ async def test_a_users_request_asks_their_known_items_again_before_their_next_se
     assert len(nextcloud.asked) == 2 and v.metrics["from_window"] == 2
 
 
+async def test_a_request_after_a_pause_asks_the_known_items_although_nextcloud_is_not_busy() -> None:
+    """A burst of clients after a quiet minute: their sessions open before Nextcloud counts as busy, and
+    their known items are asked then, so the burst's first searches have fresh verdicts to fall back on."""
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
+    v = verifier(nextcloud, clock, crowd=99)  # never busy
+    await v.verify("alice", [OWN, OWN2])
+    clock.now += 60
+    v.ask_ahead("alice")
+    await settle()
+    assert nextcloud.asked[-1] == ("alice", ["1", "2"]) and v.metrics["asked_ahead"] == 2
+    v.ask_ahead("alice")  # answered a moment ago: not asked again
+    await settle()
+    assert len(nextcloud.asked) == 2
+
+
 async def test_a_search_that_starts_while_two_others_wait_for_rechecks_makes_nextcloud_count_as_busy() -> None:
     nextcloud, clock = Nextcloud({"alice": {"1", "2"}}), Clock()
     nextcloud.gate = asyncio.Event()
