@@ -33,6 +33,7 @@ from semantic_mcp.indexing.events import MalformedEvent
 from semantic_mcp.core.logsafe import configure_logging
 from semantic_mcp.core.storage_modes import keep_private
 from semantic_mcp.surfaces.search_bar import BadRequest, read_request, search_bar
+from semantic_mcp.nextcloud.companion import changed_items
 from semantic_mcp.nextcloud.health import NextcloudHealth
 from semantic_mcp.nextcloud.client import CredentialsRefused, NextcloudClient, Unavailable
 from semantic_mcp.oauth import AuthorizationServer
@@ -250,9 +251,10 @@ def create_app() -> FastAPI:
         return JSONResponse(await search_bar(engine, user, query, limit))
 
     @app.post("/access-changed")
-    async def access_changed() -> Response:
-        # Only through exAppRequest (AppAPI signs it): a share ended, a group or team folder changed (ADR 0781).
-        engine.verifier.access_changed()
+    async def access_changed(request: Request) -> Response:
+        # Only through exAppRequest (AppAPI signs it): a share ended, a group or team folder changed, or a
+        # file moved or went ("items"); anything unreadable counts as the widest change (ADR 0781).
+        engine.verifier.access_changed(changed_items(await request.body()))
         return Response(status_code=204)
 
     app.router.routes.extend(admin.routes())

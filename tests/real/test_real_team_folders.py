@@ -175,6 +175,22 @@ async def test_a_file_denied_after_bob_indexed_it_is_withheld_when_rechecks_time
     await real.eventually(dropped_from_bobs_index, timeout=30)
 
 
+async def test_a_file_moved_out_while_nextcloud_is_busy_leaves_bob_at_once(
+    real: RealStack, team: int, rechecks_time_out: None,
+) -> None:
+    """No share ends and no ACL changes: alice files a memo back into her own folder. The companion names the
+    moved file to the app, so bob's verdict from before the move is not served (ADR 0781)."""
+    alice = real.user("alice")
+    alice.mkdir("Kiln")
+    alice.put_file(f"{FOLDER}/ember.md", "Quenchberry memo: the kiln schedule moves to Fridays.")
+    # Served from the window: bob's first search is withheld, its question's answer serves the next ones.
+    await real.eventually(lambda: _found(real, "bob", "quenchberry kiln memo", "ember.md"), timeout=60, interval=0.5)
+    alice.move(f"{FOLDER}/ember.md", "Kiln/ember.md")
+    for _ in range(3):
+        assert "ember.md" not in await real.titles("bob", "quenchberry kiln memo")
+    await real.wait_idle("alice", timeout=60)  # her move's event lands before the app restarts after this test
+
+
 async def test_a_removed_member_and_a_deleted_folder_leave_nothing(real: RealStack, team: int) -> None:
     """Last: bob leaves the group, then the folder goes (neither sends an event). The index loses the
     folder's files at the next reconciliation; searches never show them meanwhile."""

@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx
 
+from semantic_mcp.nextcloud.companion import changed_items
 from semantic_mcp.search.recent_verdicts import RecentVerdicts
 from semantic_mcp.search.verify import Verifier
-from test_recheck_window import OWN, SHARED, Clock, Nextcloud, settle
+from test_recheck_window import OWN, OWN2, SHARED, Clock, Hit, Nextcloud, settle
 
 
 class Companion:
@@ -103,3 +104,27 @@ async def test_the_route_is_the_companions_only_and_marks_the_change(stack: Any)
     assert httpx.post(url, json={"event": "ShareDeletedEvent"}, headers=headers, timeout=30).status_code == 204
     status = await stack.status("alice")
     assert status["verification"]["access_changes"] >= 1, status["verification"]
+
+
+async def test_a_file_moved_or_deleted_distrusts_its_verdicts_for_everyone_and_nothing_else() -> None:
+    """Alice moves her file out of the folder she shares with bob (no share ends): the companion names it."""
+    nextcloud, clock = Nextcloud({"alice": {"1", "2"}, "bob": {"2"}}), Clock()
+    v = verifier(nextcloud, clock, forwards=True)
+    theirs = Hit("note:2", {"owner": "alice"})
+    assert (await v.verify("alice", [OWN, OWN2])).kept == [OWN, OWN2]
+    assert (await v.verify("bob", [theirs])).kept == [theirs]
+    clock.now += 1
+    nextcloud.readable["bob"] = set()
+    v.access_changed(["note:2", "file:2"])
+    nextcloud.gate = asyncio.Event()  # Nextcloud cannot answer now
+    assert (await v.verify("bob", [theirs])).withheld == 1  # not served on the verdict from before the move
+    result = await v.verify("alice", [OWN, OWN2])  # her own: note 1 on its kept verdict, note 2 unchecked
+    assert result.kept == [OWN, OWN2] and result.unverified == 1 and v.metrics["from_window"] >= 1
+    nextcloud.gate.set()
+
+
+def test_a_notice_names_items_or_is_read_as_the_widest_change() -> None:
+    assert changed_items(b'{"event": "NodeRenamedEvent", "items": ["file:7", "note:7"]}') == ["file:7", "note:7"]
+    for body in (b'{"event": "ShareDeletedEvent"}', b"", b"not json", b"[]", b'{"items": []}',
+                 b'{"items": [7]}', b'{"items": "file:7"}', b'{"items": ["file:1"]' + b', "x:1"' * 300 + b"]}"):
+        assert changed_items(body) is None, body

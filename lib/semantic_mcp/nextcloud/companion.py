@@ -11,6 +11,7 @@ share may have ended (``access_changes`` in its capabilities; ADR 0781).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -22,6 +23,19 @@ log = logging.getLogger(__name__)
 COMPANION_APP_ID = "semantic_search"
 CHECK_PATH = f"/ocs/v2.php/apps/{COMPANION_APP_ID}/api/v1/check"
 MAX_ITEMS = 200  # the companion refuses longer lists (CheckController::MAX_ITEMS)
+
+
+def changed_items(body: bytes) -> list[str] | None:
+    """The items (doc keys) a notice to ``/access-changed`` names, or None for any of what others share:
+    the notice names none, or cannot be read, and the widest change is the safe reading (ADR 0781)."""
+    try:
+        items = json.loads(body or b"null").get("items")
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(items, list) and 0 < len(items) <= MAX_ITEMS and all(
+            isinstance(item, str) and ":" in item for item in items):
+        return items
+    return None
 
 
 class Companion:

@@ -27,6 +27,8 @@ class RecentVerdicts:
         self.max_items = max_items  # per user; the least recently used go first
         # user -> doc key -> (readable, asked at, last used)
         self._verdicts: dict[str, dict[str, tuple[bool, float, float]]] = {}
+        # doc key -> when Nextcloud said it moved or went: no verdict asked before then is served, for anyone
+        self._changed: dict[str, float] = {}
         self._pruned_at = clock()
 
     def fresh(self, user: str, keys: Iterable[str], window: float,
@@ -38,7 +40,7 @@ class RecentVerdicts:
         found: dict[str, tuple[bool, float]] = {}
         for key in keys:
             entry = known.get(key)
-            if entry is not None and now - entry[1] <= window and entry[1] > since:
+            if entry is not None and now - entry[1] <= window and entry[1] > max(since, self._changed.get(key, since)):
                 found[key] = (entry[0], now - entry[1])
                 known[key] = (entry[0], entry[1], now)
         return found
@@ -65,7 +67,7 @@ class RecentVerdicts:
         if len(known) > self.max_items:
             for key in sorted(known, key=lambda k: known[k][2])[: len(known) - self.max_items]:
                 del known[key]
-        if len(self._verdicts) > self.max_users or now - self._pruned_at > 60:
+        if len(self._verdicts) > self.max_users or len(self._changed) > 100_000 or now - self._pruned_at > 60:
             self.prune()
 
     def forget(self, user: str, keys: Iterable[str] | None = None) -> None:
@@ -77,6 +79,12 @@ class RecentVerdicts:
         for key in keys:
             known.pop(key, None)
 
+    def changed(self, keys: Iterable[str]) -> None:
+        """These items moved or went just now: no verdict about them asked before now is served, for anyone
+        (a question already under way answers after this, with a verdict it asked before)."""
+        now = self.clock()
+        self._changed.update(dict.fromkeys(keys, now))
+
     def expire(self) -> None:
         """Every verdict too old to serve; the items stay known (they are asked again ahead of time)."""
         for known in self._verdicts.values():
@@ -86,6 +94,8 @@ class RecentVerdicts:
     def prune(self) -> None:
         """Forget items no search returned for ``forget_after`` seconds, and users left with none."""
         now = self._pruned_at = self.clock()
+        # A change older than any verdict still served (none outlives forget_after) no longer matters.
+        self._changed = {key: at for key, at in self._changed.items() if now - at <= self.forget_after}
         for user in list(self._verdicts):
             known = self._verdicts[user]
             for key in [k for k, (_, _, used) in known.items() if now - used > self.forget_after]:

@@ -176,11 +176,17 @@ class Verifier:
                                            since=self._access_changed_at))
         return found
 
-    def access_changed(self) -> None:
-        """The companion says someone may have lost access to what others share with them (ADR 0781)."""
-        self._access_changed_at = self.recent.clock()
+    def access_changed(self, keys: Sequence[str] | None = None) -> None:
+        """The companion says someone may have lost access: to these items (moved or deleted), or to any
+        of what others share (a share ended, a group or team folder changed) (ADR 0781)."""
         self.metrics["access_changes"] += 1
-        self._in_flight.clear()  # a question sent before the change must not answer searches made after it
+        if keys is None:
+            self._access_changed_at = self.recent.clock()
+            self._in_flight.clear()  # a question sent before the change must not answer searches made after it
+            return
+        self.recent.changed(keys)
+        for user, key in [pair for pair in self._in_flight if pair[1] in set(keys)]:
+            del self._in_flight[(user, key)]
 
     def busy(self) -> bool:
         """Whether searches lately queued for re-checks, or one went unanswered (ADR 0780)."""

@@ -11,6 +11,8 @@ use OCP\AppFramework\App;
 use OCP\AppFramework\Bootstrap\IBootContext;
 use OCP\AppFramework\Bootstrap\IBootstrap;
 use OCP\AppFramework\Bootstrap\IRegistrationContext;
+use OCP\Files\Events\Node\NodeDeletedEvent;
+use OCP\Files\Events\Node\NodeRenamedEvent;
 use OCP\Group\Events\GroupDeletedEvent;
 use OCP\Group\Events\UserRemovedEvent;
 use OCP\Log\Audit\CriticalActionPerformedEvent;
@@ -30,9 +32,11 @@ class Application extends App implements IBootstrap {
 	public function register(IRegistrationContext $context): void {
 		$context->registerSearchProvider(Provider::class);
 		$context->registerCapability(Capabilities::class);
-		// Every way someone loses access to what others share that Nextcloud sends no webhook for (ADR 0781).
+		// Every way someone loses access to what others share, told to the ExApp at once (ADR 0781): webhooks
+		// cover none of the first six, and a move or delete reaches it only for the one who made it, later.
 		foreach ([ShareDeletedEvent::class, ShareDeletedFromSelfEvent::class, UserRemovedEvent::class,
-			GroupDeletedEvent::class, UserDeletedEvent::class, CriticalActionPerformedEvent::class] as $event) {
+			GroupDeletedEvent::class, UserDeletedEvent::class, CriticalActionPerformedEvent::class,
+			NodeRenamedEvent::class, NodeDeletedEvent::class] as $event) {
 			$context->registerEventListener($event, AccessChanged::class);
 		}
 	}
