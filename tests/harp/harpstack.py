@@ -36,7 +36,7 @@ BASE_IMAGE = "semantic-mcp-base:bookworm"  # build.sh makes it: Debian bookworm 
 
 DAEMON = "harp_local"
 HARP_CONTAINER = "appapi-harp"
-HARP_IMAGE = "harp-debian:0.4.4"
+HARP_IMAGE = "harp-sid:0.4.4"  # build.sh makes it: HaRP 0.4.4 on Debian sid's haproxy 3.2 (ADR 0523)
 SHARED_KEY = "harp-tier-shared-key-7d1f0c"
 CONTAINER = f"nc_app_{APP_ID}"
 VOLUME = f"nc_app_{APP_ID}_data"
@@ -53,7 +53,7 @@ def missing() -> str | None:
     """Why the tier cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (Docker, HaRP)"
-    for path in (KIT, HARP_SRC / "debian-build" / "build-images.sh"):
+    for path in (KIT, HARP_SRC / "harp-0.4.4-src.tar.gz"):
         if not path.exists():
             return f"{path} not found"
     for tool in ("docker", "dockerd", "haproxy", "debootstrap"):
