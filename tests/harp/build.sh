@@ -2,7 +2,7 @@
 # Builds the images the HaRP tier deploys, offline except Debian's archive and PyPI, and caches them
 # per machine by the content hash of their inputs (a fresh machine builds everything, ~6 min).
 #   harp-sid:0.4.4                             HaRP 0.4.4 from ../shared/harp's tarballs (Dockerfile.harp) on
-#   semantic-mcp-harp-base:sid                 Debian sid: haproxy >= 3.1 as upstream's image (ADR 0523), python3,
+#   semantic-mcp-harp-base:sid-<hash>          Debian sid: haproxy >= 3.1 like upstream's image (ADR 0523), python3,
 #                                              aiohttp and pydantic as Debian packages (debootstrap; no registry here)
 #   semantic-mcp-base:bookworm                 Debian bookworm + python3 (debootstrap)
 #   ghcr.io/nextcloud-semantic-mcp/semantic_mcp:<tag>   our Dockerfile on that base, frpc built from
@@ -19,7 +19,7 @@ log() { echo "[harp build] $*" >&2; }
 sha() { sha256sum | cut -c1-16; }
 archive=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
 archive=${archive:-http://deb.debian.org/debian}
-# debootstrap a Debian release with packages into a local image: debootstrap IMAGE SUITE PACKAGES
+# A Debian suite with some packages, made into a local image: debootstrap_image IMAGE SUITE PACKAGES
 debootstrap_image() {
   local rootfs="$CACHE/base-rootfs"; rm -rf "$rootfs"
   debootstrap --variant=minbase --include="$3" "$2" "$rootfs" "$archive" >&2
