@@ -56,9 +56,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
         since = f"{call.start - 1:.0f}"  # this phase's lines only; the agent's per-frame chatter left out
         harp = [line for line in stack.harp_log(since).splitlines()
                 if "/heartbeat" not in line and "matching handlers" not in line and "combined payload" not in line]
-        stalls = stack.spoe_stalls(call.start)
-        title = f"HaRP log during the failed {call.when} (last 120 lines; SPOE stalls: {len(stalls)}, ADR 0523)"
-        report.sections.append((title, "\n".join(harp[-120:])))
+        report.sections.append((f"HaRP log during the failed {call.when} (last 120 lines)", "\n".join(harp[-120:])))
 
 
 @pytest.fixture(scope="session")

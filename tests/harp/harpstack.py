@@ -15,10 +15,7 @@ import re
 import shutil
 import subprocess
 import time
-import warnings
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 
@@ -36,24 +33,20 @@ BASE_IMAGE = "semantic-mcp-base:bookworm"  # build.sh makes it: Debian bookworm 
 
 DAEMON = "harp_local"
 HARP_CONTAINER = "appapi-harp"
-HARP_IMAGE = "harp-debian:0.4.4"
+HARP_IMAGE = "harp-sid:0.4.4"  # build.sh makes it: HaRP 0.4.4 on Debian sid's haproxy 3.2 (ADR 0523)
 SHARED_KEY = "harp-tier-shared-key-7d1f0c"
 CONTAINER = f"nc_app_{APP_ID}"
 VOLUME = f"nc_app_{APP_ID}_data"
 HARP_EXAPPS = "127.0.0.1:8780"  # HaRP's HTTP entry for ExApps (and AppAPI's control calls)
 HARP_FRP = "127.0.0.1:8782"  # where ExApps' frpc connect
 FRONT_PORT = int(os.environ.get("HARP_FRONT_PORT") or 18000)
-# haproxy's log line for a request HaRP answered itself because its SPOE agent's verdict never came
-# within `timeout processing` (30 s): no server, TR = the whole wait, 503, "LR--" (ADR 0523).
-SPOE_STALL = re.compile(r"ex_apps/<NOSRV> (\d+)/-1/-1/-1/\d+ 503 .* LR-- ")
-T = TypeVar("T")
 
 
 def missing() -> str | None:
     """Why the tier cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (Docker, HaRP)"
-    for path in (KIT, HARP_SRC / "debian-build" / "build-images.sh"):
+    for path in (KIT, HARP_SRC / "harp-0.4.4-src.tar.gz"):
         if not path.exists():
             return f"{path} not found"
     for tool in ("docker", "dockerd", "haproxy", "debootstrap"):
@@ -197,32 +190,6 @@ class HarpStack(RealStack):
         """HaRP's output: haproxy's line per request (timers TR/Tw/Tc/Tr/Ta, status, termination state)
         and its SPOE agent's (which SPOA connection received each verdict request, where it rerouted)."""
         return container_log(HARP_CONTAINER, since)
-
-    def spoe_stalls(self, since: float) -> list[str]:
-        """haproxy's lines, since the Unix time ``since``, of requests HaRP answered with its own 503 after
-        waiting ``timeout processing`` for its SPOE agent (haproxy 2.6 in our image: ADR 0523)."""
-        lines = self.harp_log(since=f"{since - 1:.0f}").splitlines()
-        return [line for line in lines if (match := SPOE_STALL.search(line)) and int(match.group(1)) >= 29000]
-
-    async def call(self, user: str, tool: str, args: dict | None = None, **client_options: object) -> object:
-        """A tool call in its own session (searches, statuses), as on the real tier, despite an SPOE stall."""
-        return await self.despite_a_spoe_stall(lambda: super(HarpStack, self).call(user, tool, args, **client_options))
-
-    async def despite_a_spoe_stall(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """``attempt()``, made once more only if it failed while HaRP logged an SPOE stall: the request
-        never reached the app (or PHP), haproxy 2.6's SPOE left it unsent to HaRP's agent for 30 s and
-        then answered 503 itself, as a proxy does when its upstream is unavailable; a client retries that.
-        Any other failure, or a second one, is raised (ADR 0523)."""
-        started = time.time()
-        try:
-            return await attempt()
-        except Exception:
-            stalls = self.spoe_stalls(started)
-            if not stalls:
-                raise
-            warnings.warn(f"HaRP's haproxy 2.6 SPOE stalled a request for 30 s and answered 503; made once more "
-                          f"(ADR 0523): {stalls[-1]}", stacklevel=2)
-        return await attempt()
 
     # --- the admin's steps ------------------------------------------------------------------------
 

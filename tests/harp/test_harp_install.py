@@ -66,18 +66,11 @@ async def test_both_protocol_generations_on_both_paths_find_a_note_made_after_th
     harp: HarpStack, note: tuple[str, str], mode: str, path: str
 ) -> None:
     title, text = note
-
-    async def session() -> tuple:
-        async with harp.client("alice", mode=mode, url=paths(harp)[path]) as client:
-            tools = {tool.name for tool in (await client.list_tools()).tools}
-            result = await client.call_tool("nc_semantic_search", {"query": text, "use_query_analysis": False})
-            return tools, result, await client.call_tool("nc_get_vector_sync_status", {})
-
-    # Every request on both paths passes HaRP's SPOE auth check; haproxy 2.6 (our image; upstream HaRP
-    # ships 3.1) now and then leaves one unsent to the agent for 30 s and answers 503 itself. That stall,
-    # seen in HaRP's log, and only it, gets one more session (ADR 0523).
-    tools, result, status = await harp.despite_a_spoe_stall(session)
-    assert {"nc_semantic_search", "nc_get_vector_sync_status"} <= tools
+    async with harp.client("alice", mode=mode, url=paths(harp)[path]) as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"nc_semantic_search", "nc_get_vector_sync_status"} <= tools
+        result = await client.call_tool("nc_semantic_search", {"query": text, "use_query_analysis": False})
+        status = await client.call_tool("nc_get_vector_sync_status", {})
     assert not result.is_error, harp.failure(result)
     hits = result.structured_content["results"]
     assert hits[0]["title"] == title and hits[0]["link"].startswith(harp.nextcloud_url)
@@ -85,11 +78,8 @@ async def test_both_protocol_generations_on_both_paths_find_a_note_made_after_th
 
 
 async def test_bob_never_sees_alices_note_through_harp(harp: HarpStack, note: tuple[str, str]) -> None:
-    async def search() -> object:
-        async with harp.client("bob", url=harp.harp_mcp_url) as client:
-            return await client.call_tool("nc_semantic_search", {"query": note[1], "use_query_analysis": False})
-
-    result = await harp.despite_a_spoe_stall(search)
+    async with harp.client("bob", url=harp.harp_mcp_url) as client:
+        result = await client.call_tool("nc_semantic_search", {"query": note[1], "use_query_analysis": False})
     assert all(hit["title"] != note[0] for hit in result.structured_content["results"])
 
 
