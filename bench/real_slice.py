@@ -40,7 +40,7 @@ os.environ.setdefault("REAL_NC_PORT", "8095")
 
 from indexing import passages
 from kit import RealNextcloud
-from nextcloud_api import RetryWhenSQLiteIsLocked
+from nextcloud_api import RetryWhenLocked
 from realstack import RealStack
 
 # A user's content: "a few dozen items", every type the app indexes.
@@ -56,7 +56,7 @@ def add_users(nc: RealNextcloud, names: list[str]) -> None:
     Over HTTP rather than ``occ``: a PHP process per command costs seconds on a busy machine."""
     ocs = {"OCS-APIRequest": "true", "Accept": "application/json"}
     # No cookie jar: a session cookie from one login would make the next request that user's.
-    with httpx.Client(base_url=nc.url, headers=ocs, timeout=120, transport=RetryWhenSQLiteIsLocked(),
+    with httpx.Client(base_url=nc.url, headers=ocs, timeout=120, transport=RetryWhenLocked(),
                       event_hooks={"response": [lambda response: http.cookies.clear()]}) as http:
         for name in names:  # one at a time: SQLite takes one writer
             password = f"slice-{name}-pw-0123456789"

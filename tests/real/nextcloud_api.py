@@ -17,22 +17,25 @@ DECK = "/index.php/apps/deck/api/v1.0"
 NOTES = "/index.php/apps/notes/api/v1/notes"
 
 
-class RetryWhenSQLiteIsLocked(httpx.HTTPTransport):
-    """nc-kit runs Nextcloud on SQLite: under concurrent writes (the app indexing, the webhook
-    worker, cron, the test) a request now and then fails with 500 "database is locked" and its
-    transaction is rolled back. A user's client tries again, and so do the tests, a few times, so
-    that the test server's lock contention is not reported as the app's failure."""
+class RetryWhenLocked(httpx.HTTPTransport):
+    """Two locks a user's client meets and tries again after, as the tests do, a few times:
+    - nc-kit runs Nextcloud on SQLite: under concurrent writes (the app indexing, the webhook
+      worker, cron, the test) a request now and then fails with 500 "database is locked" and its
+      transaction is rolled back.
+    - A file being read holds a shared lock: a MOVE or DELETE while the app downloads it (a second
+      event of one upload) fails with "is locked" (a LockedException, 423, or 500 on 34.0.1's MOVE).
+    Neither is the app's failure; Nextcloud's own clients retry both."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         for attempt in range(1, 5):
             response = super().handle_request(request)
-            if response.status_code != 500 or attempt == 4:
+            if response.status_code not in (423, 500) or attempt == 4:
                 return response
             response.read()
-            if b"database is locked" not in response.content:
+            if b"database is locked" not in response.content and b"LockedException" not in response.content:
                 return response
             response.close()
-            print(f"Nextcloud's SQLite was locked for {request.method} {request.url.path}: retrying ({attempt})")
+            print(f"Nextcloud answered 'locked' to {request.method} {request.url.path}: retrying ({attempt})")
             time.sleep(0.3 * attempt)
         raise AssertionError("unreachable")
 
@@ -44,7 +47,7 @@ class NextcloudUser:
         # No cookie jar: with Nextcloud's session cookie a request counts as a browser's and WebDAV
         # then demands a CSRF token ("CSRF check not passed"); API clients send credentials alone.
         self.http = httpx.Client(base_url=self.base_url, auth=(user, app_password), timeout=60,
-                                 transport=RetryWhenSQLiteIsLocked(),
+                                 transport=RetryWhenLocked(),
                                  event_hooks={"response": [lambda response: self.http.cookies.clear()]})
 
     def close(self) -> None:
