@@ -171,6 +171,32 @@ async def test_a_file_changed_since_it_was_listed_is_looked_up_again(indexing: I
     assert [hit for hit, _ in indexing.pipeline.keyword.search(USER, "second version", 5)] == [f"file:{file_id}#0"]
 
 
+async def test_a_second_event_of_an_unchanged_file_costs_a_lookup_not_a_download(indexing: Indexing) -> None:
+    """One upload sends NodeCreatedEvent and NodeWrittenEvent: the second finds the version indexed
+    still current (ETag and path) and downloads nothing; a changed or moved file is read again."""
+    fake = indexing.fake
+    ids = [fake.put_file(USER, f"/Scans/scan-{n}.txt", f"A scanned letter, number {n}.") for n in range(3)]
+    await indexing.first_pass("file")
+    refs = [DocRef(USER, "file", str(file_id)) for file_id in ids]
+    indexing.state.enqueue(refs, "upsert", urgent=True)  # the second event of each upload
+    start = fake.state.access_log.mark()
+    while await indexing.pipeline.run_once():
+        pass
+    assert _kinds(fake.state.access_log.since(start, USER)) == Counter({"SEARCH dav": 3})
+
+    fake.put_file(USER, "/Scans/scan-0.txt", "A scanned letter, number 0, with a postscript.")
+    fake.mkdir(USER, "/Letters")
+    fake.move(USER, "/Scans/scan-1.txt", "/Letters/scan-1.txt")
+    indexing.state.enqueue(refs, "upsert", urgent=True)
+    start = fake.state.access_log.mark()
+    while await indexing.pipeline.run_once():
+        pass
+    assert _kinds(fake.state.access_log.since(start, USER)) == Counter({"SEARCH dav": 3, "GET file": 2})
+    assert [indexing.state.indexed(ref).location for ref in refs] == [
+        "/Scans/scan-0.txt", "/Letters/scan-1.txt", "/Scans/scan-2.txt"]
+    assert [hit for hit, _ in indexing.pipeline.keyword.search(USER, "postscript", 5)] == [f"file:{ids[0]}#0"]
+
+
 async def test_deck_cards_need_no_request_beyond_the_listing(indexing: Indexing) -> None:
     fake = indexing.fake
     board = fake.create_board(USER, "Garden")

@@ -7,6 +7,7 @@ reconciliation, which the admin setting makes frequent here.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -61,6 +62,25 @@ async def test_files_put_moved_folder_moved_and_deleted_over_webdav(real: RealSt
     )
     alice.delete("Biology/axolotl-care.md")
     await real.eventually(lambda: gone(real, "alice", "axolotl water temperature", "axolotl-care.md"), timeout=30)
+
+
+async def test_one_upload_is_downloaded_once(real: RealStack) -> None:
+    """One upload sends NodeCreatedEvent and NodeWrittenEvent, the second often after the first is
+    indexed: it finds the version indexed still current and downloads nothing (ADR 0530, "Later").
+    Counted in the PHP server's request log; before, every upload was downloaded twice here."""
+    alice = real.user("alice")
+    alice.mkdir("Once")
+    log = real.nc.dir / "logs" / "php.log"
+    start = log.stat().st_size
+    alice.put_file("Once/okapi.md", "# Okapi\n\nOkapis browse on leaves in the Ituri rainforest.")
+    await real.eventually(lambda: found(real, "alice", "okapi rainforest leaves", "okapi.md"))
+    await asyncio.sleep(8)  # the second delivery follows within a second or two
+
+    with log.open("rb") as lines:
+        lines.seek(start)
+        requests = [line for line in lines if b"/remote.php/dav/files/alice/Once/okapi.md" in line]
+    assert sum(b"]: PUT " in line for line in requests) == 1, requests
+    assert sum(b"]: GET " in line for line in requests) == 1, requests
 
 
 async def _location_is(real: RealStack, user: str, query: str, location: str) -> bool:

@@ -87,6 +87,25 @@ class Skipped:
     location: str = ""  # where it is (a file's user-relative path), so that deleting it there forgets it
 
 
+@dataclass(frozen=True)
+class IndexedAs:
+    """What the index holds for a document, as a fetch can compare it with the metadata it reads."""
+
+    version: str
+    location: str
+    team_folder: str = ""  # the id of the team folder whose shared chunks it is in; "" for the reader's own
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """What a fetch gives instead of downloading when the document's metadata shows it is still the
+    version, at the place, the index holds: a second event of one upload costs one lookup, not a
+    download and a parse (or an OCR)."""
+
+    doc_type: DocType
+    source_id: str
+
+
 MetadataValue = str | int | float | bool
 
 

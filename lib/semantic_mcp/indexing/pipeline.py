@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.documents import DocRef, Skipped, SourceDocument
+from ..core.documents import DocRef, IndexedAs, Skipped, SourceDocument, Unchanged
 from ..embedding.backends import Embedder
 from ..stores.keyword import KeywordIndex
 from ..nextcloud.client import CredentialsRefused, NextcloudClient, NotFound, Transient, Unavailable, UserRefused
@@ -30,7 +30,7 @@ from ..workers.parser_process import ParserFailed, parse_owner
 from ..stores.vectors import VectorStore
 from .stages import Stages
 from .queue import OCR_PAYLOAD, Task
-from .shared_spaces import SharedSpaces, space_of
+from .shared_spaces import SharedSpaces, space_of, team_folder_of
 from .state import IndexState
 from .writing import EmbedAndWrite, PipelineStats, Written
 
@@ -188,6 +188,9 @@ class Pipeline(EmbedAndWrite):
             log.exception("Indexing %s for %s failed", ref.key, ref.user)
             self._fail(task, f"{type(exc).__name__}: {exc}")
             return None
+        if isinstance(doc, Unchanged):  # a duplicate or late event: nothing downloaded, nothing to do
+            self.state.complete(task)
+            return None
         if isinstance(doc, Skipped) and task.action == "delete":
             # No longer a document of this source (excluded since, or a file that became a note).
             log.info("%s for %s is no longer a document to index (%s): removing it", ref.key, ref.user, doc.reason)
@@ -212,17 +215,20 @@ class Pipeline(EmbedAndWrite):
             return None
         return doc
 
-    async def _load(self, source: Source, task: Task) -> SourceDocument | Skipped:
+    async def _load(self, source: Source, task: Task) -> SourceDocument | Skipped | Unchanged:
         """Use what the event already carried (a calendar webhook has the full iCalendar) or fetch."""
         payload = task.payload or {}
+        known = self.state.indexed(task.ref)
+        indexed = IndexedAs(known.version, known.location, team_folder_of(known.space)) if known else None
         doc = await source.document_from_payload(task.ref.source_id, payload, user=task.ref.user) if payload else None
         # Events arrive late and out of order: what one carried is used only if it is still the
         # current version (a HEAD, which also says 404 for an object deleted since).
         if doc is not None and doc.version == await source.current_version(self.nc, task.ref.user, task.ref.source_id):
             return doc
         if payload == OCR_PAYLOAD:
-            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr")
-        return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"))  # ADR 0530
+            return await source.fetch(self.nc, task.ref.user, task.ref.source_id, ocr_lane="ocr", indexed=indexed)
+        return await source.fetch(self.nc, task.ref.user, task.ref.source_id, listed=payload.get("listed"),
+                                  indexed=indexed)  # ADR 0530
 
     async def _delete(self, ref: DocRef) -> None:
         known = self.state.indexed(ref)

@@ -58,6 +58,11 @@ def space_of(doc: SourceDocument) -> str | None:
     return f"{SPACE_PREFIX}{folder}" if folder else None
 
 
+def team_folder_of(space: str | None) -> str:
+    """The team folder id of a space (:func:`space_of`'s inverse), "" for the reader's own collection."""
+    return space.removeprefix(SPACE_PREFIX) if space else ""
+
+
 @dataclass(frozen=True)
 class SpaceDoc:
     version: str

@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from ..core.clock import Clock
-from ..core.documents import DocType, Skipped, SourceDocument, valid_source_id
+from ..core.documents import DocType, IndexedAs, Skipped, SourceDocument, Unchanged, valid_source_id
 from ..nextcloud.client import NextcloudClient, NotFound, Transient
 from .extract.common import MAX_CHARS as MAX_TEXT_CHARS
 
@@ -149,12 +149,16 @@ class Source(abc.ABC):
     @abc.abstractmethod
     async def fetch(
         self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
-        ocr_lane: str | None = None,
-    ) -> SourceDocument | Skipped:
+        ocr_lane: str | None = None, indexed: IndexedAs | None = None,
+    ) -> SourceDocument | Skipped | Unchanged:
         """Fetch one document as ``user``. Raise NotFound when it is gone or no longer readable.
 
         ``listed`` is what :meth:`carried` gave the document's task, if anything: fetch uses it
         instead of asking again, as far as it can tell it is still current (ADR 0530).
+
+        ``indexed`` is what the index holds for it, if anything: a source that can see from metadata
+        alone that it is all still current returns :class:`Unchanged` without downloading (files);
+        the others ignore it.
 
         ``ocr_lane`` names the parser lane to read text in images in (the indexing's ``"ocr"`` lane,
         ADR 0601, or the reading tool's ``"read"``). A source whose documents can have their text in

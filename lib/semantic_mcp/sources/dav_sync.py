@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 from xml.sax.saxutils import escape
 
-from ..core.documents import SourceDocument, Skipped, valid_source_id
+from ..core.documents import IndexedAs, Skipped, SourceDocument, valid_source_id
 from ..nextcloud.client import (
     DavEntry,
     NextcloudClient,
@@ -192,6 +192,7 @@ class DavSyncSource(Source):
     async def fetch(
         self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
         ocr_lane: str | None = None,  # no text in images here
+        indexed: IndexedAs | None = None,  # its content comes with its metadata: nothing to save
     ) -> SourceDocument | Skipped:
         """Parse the object's text as :meth:`carried` read it, else GET it. Objects of collections
         that are not indexed count as not found."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..core.documents import Skipped, SourceDocument, valid_source_id
+from ..core.documents import IndexedAs, Skipped, SourceDocument, valid_source_id
 from ..nextcloud.client import NextcloudClient, NotFound, Transient
 from .base import Listing, Source, SourceOptions, checked_id, compose_gist, compose_text, owner_extra
 from .examples import EXAMPLE_CARD_REASON, is_deck_example_card
@@ -87,6 +87,7 @@ class DeckSource(Source):
     async def fetch(
         self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
         ocr_lane: str | None = None,  # no text in images here
+        indexed: IndexedAs | None = None,  # its content comes with its metadata: nothing to save
     ) -> SourceDocument | Skipped:
         """The card as the listing read it (``listed``: no request), else found on the user's boards.
         A card changed since is indexed as listed, under the version listed: the next listing sees

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..core.documents import Skipped, SourceDocument, valid_source_id
+from ..core.documents import IndexedAs, Skipped, SourceDocument, Unchanged, valid_source_id
 from ..nextcloud.client import (
     DavEntry,
     NextcloudClient,
@@ -212,7 +212,8 @@ class FilesSource(Source):
         *,
         listed: Mapping[str, Any] | None = None,
         ocr_lane: str | None = None,
-    ) -> SourceDocument | Skipped:
+        indexed: IndexedAs | None = None,
+    ) -> SourceDocument | Skipped | Unchanged:
         """Read the metadata, decide without downloading when possible, then download and extract.
 
         The metadata is the listing's (``listed``) while the file is still the one listed: the
@@ -222,8 +223,8 @@ class FilesSource(Source):
         Text in images is read only with ``ocr_lane``, the parser workers to read it in (the
         indexing's OCR lane, ADR 0601, or the reading tool's); without it, a file that needs OCR
         raises :class:`NeedsOcr` while OCR is on, and is skipped while it is off."""
-        read = await self._download(nc, user, source_id, FileInfo.from_carried(source_id, listed))
-        if isinstance(read, Skipped):
+        read = await self._download(nc, user, source_id, FileInfo.from_carried(source_id, listed), indexed)
+        if isinstance(read, Skipped | Unchanged):
             return read
         info, response = read
         version = strip_etag(response.headers.get("ETag")) or info.etag  # of the bytes read, if changed meanwhile
@@ -262,13 +263,17 @@ class FilesSource(Source):
         )
 
     async def _download(
-        self, nc: NextcloudClient, user: str, source_id: str, listed: FileInfo | None
-    ) -> tuple[FileInfo, httpx.Response] | Skipped:
-        """The file's metadata and bytes, or why it is not downloaded (an exclusion, its size)."""
+        self, nc: NextcloudClient, user: str, source_id: str, listed: FileInfo | None,
+        indexed: IndexedAs | None = None,
+    ) -> tuple[FileInfo, httpx.Response] | Skipped | Unchanged:
+        """The file's metadata and bytes, or why it is not downloaded (an exclusion, its size, or the
+        version indexed still current: one upload sends NodeCreated and NodeWritten)."""
         info = listed or await lookup_file(nc, user, source_id)
         if reason := self.why_not(info):
             return Skipped(self.doc_type, source_id, reason, version=info.etag, counted=not info.is_folder,
                            location=info.path)
+        if indexed == IndexedAs(info.etag, info.path, info.team_folder):  # the path gives the title too
+            return Unchanged(self.doc_type, source_id)
         path = nc.files_root(user) + quote(info.path)
         if listed is None:
             return info, await nc.request(user, "GET", path)
@@ -277,7 +282,7 @@ class FilesSource(Source):
         except NextcloudError as exc:
             if not isinstance(exc, NotFound) and exc.status != 412:  # 412: its ETag is no longer the one listed
                 raise
-        return await self._download(nc, user, source_id, None)  # changed, moved or unshared since the listing
+        return await self._download(nc, user, source_id, None, indexed)  # changed, moved or unshared since the listing
 
     async def current_version(self, nc: NextcloudClient, user: str, source_id: str) -> str:
         """The file's ETag as ``user`` sees it now (NotFound when they cannot): one SEARCH, no download."""

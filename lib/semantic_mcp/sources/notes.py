@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.documents import SourceDocument, Skipped
+from ..core.documents import IndexedAs, Skipped, SourceDocument
 from ..nextcloud.client import NextcloudClient, http_date_to_ts
 from .base import Listing, Source, checked_id, compose_text, is_readable, owner_extra
 from .files import FileInfo, lookup_file, lookup_files, readable_by_file_id
@@ -55,6 +55,7 @@ class NotesSource(Source):
     async def fetch(
         self, nc: NextcloudClient, user: str, source_id: str, *, listed: Mapping[str, Any] | None = None,
         ocr_lane: str | None = None,  # no text in images here
+        indexed: IndexedAs | None = None,  # its content comes with its metadata: nothing to save
     ) -> SourceDocument | Skipped:
         """The note from the Notes API, and its file's path and system tags (which the Notes API does
         not give) from a SEARCH by file id, so the admin's excluded paths and tag apply to notes too;
