@@ -111,33 +111,51 @@ def test_query_restricted_to_chunk_ids_and_exact_ranking(store: VectorStore) -> 
     assert store.query("bob", vec(0), 10, among=["file:2#0"]) == []  # alice's chunk id, bob's collection
 
 
+def failing_once(store: VectorStore, monkeypatch: pytest.MonkeyPatch, method: str, message: str) -> None:
+    """Each collection the store opens raises Chroma's ``message`` on its first call of ``method``."""
+    from chromadb.errors import InternalError
+
+    real_collection = store._collection
+
+    class FailingOnce:
+        def __init__(self, inner: object) -> None:
+            self.inner, self.failures = inner, 1
+
+        def __getattr__(self, name: str) -> object:
+            if name != method:
+                return getattr(self.inner, name)
+
+            def call(**kwargs: object) -> object:
+                if self.failures:
+                    self.failures -= 1
+                    raise InternalError(message)
+                return getattr(self.inner, name)(**kwargs)
+            return call
+
+    monkeypatch.setattr(store, "_collection", lambda *a, **k: FailingOnce(real_collection(*a, **k)))
+
+
 def test_reading_chunks_while_a_delete_of_them_is_half_done_asks_again(
     store: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Chroma raises "Error finding id" for ids a concurrent delete has half removed (a search's re-check
     dropping a hit while another search ranked it: 1 of 30 concurrent searches failed in CI). The store
     asks again; the delete done, the ids are simply left out."""
-    from chromadb.errors import InternalError
-
-    real_collection = store._collection
-
-    class HalfDeleted:
-        def __init__(self, inner: object) -> None:
-            self.inner, self.failures = inner, 1
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self.inner, name)
-
-        def get(self, **kwargs: object) -> object:
-            if self.failures:
-                self.failures -= 1
-                raise InternalError("Error executing plan: Internal error: Error finding id")
-            return self.inner.get(**kwargs)
-
-    monkeypatch.setattr(store, "_collection", lambda *a, **k: HalfDeleted(real_collection(*a, **k)))
+    failing_once(store, monkeypatch, "get", "Error executing plan: Internal error: Error finding id")
     among = ["note:1#2", "file:2#0"]
     assert {h.chunk_id for h in store.rank_among("alice", vec(0), among, 10)} == set(among)
     assert {c.chunk_id for c in store.get_chunks("alice", among)} == set(among)
+
+
+def test_a_first_search_while_the_index_is_first_written_asks_again(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma raises "Nothing found on disk" when a new user's first search reads their collection while
+    its first chunks are written (seen once in CI); the store asks again instead of failing the search."""
+    failing_once(store, monkeypatch, "query", "Error executing plan: Internal error: Error creating hnsw segment "
+                 "reader: Nothing found on disk")
+    assert len(store.query("alice", vec(0), 3)) == 3
+    assert len(store.query("alice", vec(0), 3, ids_only=True)) == 3
 
 
 def test_model_switch_uses_new_collections_and_mismatch_is_refused(store: VectorStore, tmp_path: Path) -> None:

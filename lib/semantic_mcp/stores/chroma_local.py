@@ -59,6 +59,21 @@ def return_freed_memory() -> None:
         pass
 
 
+def query_index(collection: Any, **query: Any) -> Any:
+    """``collection.query(...)``, asked again when Chroma could not yet read the vector index of a
+    collection being written for the first time: it then raises "Error creating hnsw segment reader:
+    Nothing found on disk" (a new user's first search while their first chunks were written: 1 search
+    in 4 CI runs; chroma-core/chroma#4212). A moment later the index is there."""
+    for attempt in range(3):
+        try:
+            return collection.query(**query)
+        except InternalError as exc:
+            if "Nothing found on disk" not in str(exc) or attempt == 2:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def get_by_ids(collection: Any, ids: Sequence[str], include: list[str]) -> Any:
     """``collection.get(ids=...)``, asked again when a delete of some of those ids was half done: Chroma
     then raises "Error finding id" instead of leaving them out (seen with a search's re-check removing

@@ -287,7 +287,8 @@ class VectorStore:
     def _query(self, user: str, collection: Collection, embedding: np.ndarray, k: int,
                among: Sequence[str] | None = None, read_texts: bool = True, ids_only: bool = False) -> list[Hit]:
         try:
-            result = collection.query(
+            result = chroma_local.query_index(
+                collection,
                 query_embeddings=[np.asarray(embedding, dtype=np.float32)],
                 n_results=k,
                 ids=list(among) if among is not None else None,
